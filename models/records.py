@@ -1,0 +1,194 @@
+"""Records that pass between blocks, declared once, as data (profile section 8).
+
+Each record is an ordered list of (name, width) fields. The RTL turns a record into an Amaranth
+``StructLayout`` (``rtl/common/records.py``: first field at the least significant bit), the models
+use dicts, and the benches pack and unpack the integers that travel on ``*_tdata`` with
+:meth:`Record.pack` and :meth:`Record.unpack`. A field added here appears everywhere at once.
+
+``ext`` fields hold extension headers exactly as on the wire (byte 0 of the header in bits 7..0 of
+the field, AXI-Stream lane order), packed with the tables of :mod:`models.layouts`; see
+:func:`ext_to_int` and :func:`int_to_ext`.
+
+Nothing here imports cocotb, Amaranth or scapy.
+"""
+
+from .layouts import MAX_EXT_BYTES
+
+__all__ = [
+    "Record", "TX_HEADER", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
+    "CONTROL_RECORD", "FEEDBACK_RECORD", "EV_EVENT", "EV_MARKED", "COMPLETION", "RX_META",
+    "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
+    "ALL_RECORDS", "QPN_WIDTH", "EXT_WIDTH",
+]
+
+QPN_WIDTH = 24
+EXT_WIDTH = MAX_EXT_BYTES * 8   # 288 bits: the longest extension stack (SACK: SETH + CC_STATE)
+
+
+class Record:
+    """An ordered set of named unsigned fields; field 0 sits at bit 0 of the packed integer."""
+
+    def __init__(self, name, fields, doc=""):
+        self.name = name
+        self.fields = tuple(fields)
+        self.doc = doc
+        self.offsets = {}
+        offset = 0
+        for fname, width in self.fields:
+            if fname in self.offsets:
+                raise ValueError(f"record {name}: duplicate field {fname}")
+            if width <= 0:
+                raise ValueError(f"record {name}: field {fname} has width {width}")
+            self.offsets[fname] = offset
+            offset += width
+        self.width = offset
+        self.widths = dict(self.fields)
+
+    def __repr__(self):
+        return f"Record({self.name}, {self.width} bits)"
+
+    @property
+    def names(self):
+        return [n for n, _ in self.fields]
+
+    def pack(self, values=None, **kw):
+        """The integer of a record from field values (missing fields are 0)."""
+        values = dict(values or {}, **kw)
+        word = 0
+        for name, v in values.items():
+            if name not in self.widths:
+                raise KeyError(f"record {self.name} has no field {name!r}")
+            w = self.widths[name]
+            v = int(v)
+            if v < 0:
+                v &= (1 << w) - 1
+            if v >> w:
+                raise ValueError(f"{self.name}.{name} = {v:#x} does not fit in {w} bits")
+            word |= v << self.offsets[name]
+        return word
+
+    def unpack(self, word):
+        """Field values of a packed record."""
+        word = int(word)
+        return {n: (word >> self.offsets[n]) & ((1 << w) - 1) for n, w in self.fields}
+
+    def table(self):
+        """Markdown rows (field, bits, width) for the docs."""
+        return [(n, f"{self.offsets[n] + w - 1}:{self.offsets[n]}", w) for n, w in self.fields]
+
+
+def ext_to_int(ext_bytes):
+    """Extension-header bytes (wire order) as the integer of an ``ext`` field: byte 0 in bits 7..0."""
+    if len(ext_bytes) > MAX_EXT_BYTES:
+        raise ValueError(f"extension headers of {len(ext_bytes)} B exceed {MAX_EXT_BYTES} B")
+    return int.from_bytes(bytes(ext_bytes), "little")
+
+
+def int_to_ext(value, length):
+    """The first ``length`` wire bytes held in an ``ext`` field."""
+    return int(value).to_bytes(MAX_EXT_BYTES, "little")[:length]
+
+
+# --- Frame-level and header records ----------------------------------------------------------------
+
+TX_HEADER = Record("tx_header", [
+    ("eth_dst", 48), ("eth_src", 48),
+    ("dscp", 6), ("ecn", 2), ("flow_label", 20), ("hop_limit", 8),
+    ("outer_src", 128), ("outer_dst", 128),
+    ("inner_src", 128), ("inner_dst", 128),
+    ("udp_sport", 16),
+    ("opcode", 8), ("dest_qpn", 24), ("ackreq", 1), ("rtx", 1), ("psn", 24),
+    ("ext", EXT_WIDTH),
+    ("length", 16),
+], doc="""Everything the header inserter needs to build one frame of profile sections 1-2.
+The inserter derives the rest: EtherType, IP versions, next headers, the three length fields,
+the inner Traffic Class and Flow Label (copied from the outer), inner Hop Limit 64, UDP ports'
+destination 4791 and checksum 0, BTH P_Key 0xFFFF, TVer 0, PadCnt from `length`, and the ICRC.
+`ext` holds METH|RETH[|ImmDt], SETH|CC_STATE, NETH or PETH as on the wire (its length follows
+from `opcode`). `length` is the payload length in bytes without pad; 0 means no payload beats.""")
+
+WORK_REQUEST = Record("work_request", [
+    ("qpn", QPN_WIDTH), ("local_addr", 64), ("remote_va", 64), ("rkey", 32), ("length", 32),
+    ("has_imm", 1), ("imm", 32), ("req_id", 16),
+], doc="A host's RDMA Write (with optional immediate) on one QP (profile section 8).")
+
+SEND_RECORD = Record("send_record", [
+    ("qpn", QPN_WIDTH), ("psn", 24), ("ev", 32), ("plane", 4), ("slot", 8), ("req_id", 16),
+    ("offset", 32), ("length", 16), ("tick", 32), ("room_mask", 8), ("rtx", 1), ("flushed", 1),
+], doc="""One per data packet sent (or flushed from a downed plane, `flushed` = 1), from the
+transmit engine to the reliability block: what went where, when, and the plane room mask the
+choice saw (profile 4.3 and section 8).""")
+
+RETX_REQUEST = Record("retx_request", [
+    ("qpn", QPN_WIDTH), ("psn", 24), ("avoid_ev", 32), ("cause", 3),
+], doc="Rebuild and resend one PSN, never on `avoid_ev` (profile 4.3).")
+
+RETIRE = Record("retire", [("qpn", QPN_WIDTH), ("req_id", 16)],
+                doc="A work request fully acknowledged: the transmit engine may free it.")
+
+PSN_LIMIT = Record("psn_limit", [("qpn", QPN_WIDTH), ("psn_limit", 24)],
+                   doc="New PSNs of the QP stop at psn_limit (exclusive), the sender window edge.")
+
+CONTROL_RECORD = Record("control_record", [
+    ("qpn", QPN_WIDTH), ("opcode", 8), ("ev", 32), ("ext", EXT_WIDTH),
+], doc="""A SACK, NACK, probe answer (SACK with pr = 1) or probe to send on QP `qpn`, on the path
+of `ev` (the reverse path of the packet answered, or the EV under test), profile 4.5.""")
+
+FEEDBACK_RECORD = Record("feedback_record", [
+    ("qpn", QPN_WIDTH), ("opcode", 8), ("ecn", 2), ("ext", EXT_WIDTH),
+], doc="A SACK or NACK received for local QP `qpn`, for the sender's reliability block.")
+
+EV_EVENT = Record("ev_event", [("qpn", QPN_WIDTH), ("ev", 32), ("kind", 3)],
+                  doc="A state event for the slot(s) of (QP, EV), profile 4.4; kinds in EvEvent.")
+
+EV_MARKED = Record("ev_marked", [("qpn", QPN_WIDTH), ("ev", 32), ("valid", 1), ("last", 1)],
+                   doc="""Answer to a BAD event: one record per EV actually marked ASSUMED_BAD
+(valid = 1), the last one with last = 1; a single record with valid = 0 when none was.""")
+
+COMPLETION = Record("completion", [
+    ("qpn", QPN_WIDTH), ("req_id", 16), ("msn", 16), ("status", 4), ("is_recv", 1),
+    ("has_imm", 1), ("imm", 32),
+], doc="A completed Write at the sender (is_recv = 0) or a received Write with Immediate.")
+
+RX_META = Record("rx_meta", [
+    ("opcode", 8), ("qpn", QPN_WIDTH), ("psn", 24), ("ev", 32),
+    ("outer_src", 128), ("outer_dst", 128), ("dscp", 6), ("ecn", 2),
+    ("ackreq", 1), ("rtx", 1), ("padcnt", 2),
+    ("rqmsn", 16), ("msn", 16), ("va", 64), ("rkey", 32), ("dma_length", 32), ("imm", 32),
+    ("payload_length", 16), ("ext", EXT_WIDTH), ("trimmed", 1), ("error", 4),
+], doc="The receive parser's metadata record, one per frame, beside the payload.")
+
+
+class EvEvent:
+    """`EV_EVENT.kind` values (profile 4.4)."""
+    SKIP = 0
+    BAD = 1
+    RECOVERED = 2
+    DENY = 3
+    ALLOW = 4
+
+
+class RetxCause:
+    """`RETX_REQUEST.cause` values."""
+    NACK_TRIMMED = 0
+    NACK_OTHER = 1
+    TIMEOUT = 2
+    FLUSHED = 3
+    CACK_MOVED = 4
+
+
+class CompletionStatus:
+    OK = 0
+    QP_ERROR = 1
+    RETRY_EXCEEDED = 2
+    WIMM_OVERFLOW = 3
+
+
+class FrameUser:
+    """`tuser` bits of a frame stream (per frame, valid on every beat of the frame)."""
+    BAD = 0          # bit 0 with tlast: the frame is bad, drop it (verilog-ethernet convention)
+    WIDTH = 1
+
+
+ALL_RECORDS = (TX_HEADER, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
+               CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META)

@@ -1,0 +1,84 @@
+"""The configuration-port convention (profile section 8).
+
+Every block with configurable state or counters has one port: ``cfg_addr`` (word address),
+``cfg_wdata`` (32 bits) and ``cfg_we`` in; ``cfg_rdata`` out. A write takes effect at the clock
+edge where ``cfg_we`` is high. Reads need no strobe: ``cfg_rdata`` shows the word at the
+``cfg_addr`` of the previous cycle (fixed read latency of one cycle); unmapped addresses read 0.
+Counters are 32 bits, wrap, and clear when written (any data); an event in the cycle of the write
+is counted after the clear.
+
+A block builds its map with :class:`ConfigMap` and documents it with :meth:`ConfigMap.doc_rows`.
+"""
+
+from amaranth.hdl import Signal, Const, Mux
+
+__all__ = ["ConfigMap", "READ_LATENCY"]
+
+READ_LATENCY = 1
+
+
+class ConfigMap:
+    def __init__(self, m, port, name="cfg"):
+        """``port`` is an object with ``cfg_addr``, ``cfg_wdata``, ``cfg_we``, ``cfg_rdata``."""
+        self.m = m
+        self.port = port
+        self.name = name
+        self.reads = {}    # addr -> Value
+        self.rows = []     # (addr, name, access, doc)
+
+    def _claim(self, addr, name, access, doc, value):
+        if addr in self.reads:
+            raise ValueError(f"{self.name}: address {addr:#x} used twice ({name})")
+        if addr >> len(self.port.cfg_addr):
+            raise ValueError(f"{self.name}: address {addr:#x} does not fit the port")
+        self.reads[addr] = value
+        self.rows.append((addr, name, access, doc))
+
+    def write_strobe(self, addr):
+        """A Value that is 1 in the cycle of a write to ``addr``."""
+        return self.port.cfg_we & (self.port.cfg_addr == addr)
+
+    def reg(self, addr, name, width=32, init=0, doc=""):
+        """A read/write register of up to 32 bits at ``addr``; returns its Signal."""
+        if width > 32:
+            raise ValueError(f"{self.name}.{name}: a register is at most 32 bits; split it")
+        sig = Signal(width, name=f"{self.name}_{name}", init=init)
+        with self.m.If(self.write_strobe(addr)):
+            self.m.d.sync += sig.eq(self.port.cfg_wdata[:width])
+        self._claim(addr, name, "rw", doc, sig)
+        return sig
+
+    def wide_reg(self, addr, name, width, init=0, doc=""):
+        """A read/write register wider than 32 bits over consecutive words, low word first."""
+        sig = Signal(width, name=f"{self.name}_{name}", init=init)
+        for i in range(0, width, 32):
+            w = min(32, width - i)
+            with self.m.If(self.write_strobe(addr + i // 32)):
+                self.m.d.sync += sig[i:i + w].eq(self.port.cfg_wdata[:w])
+            self._claim(addr + i // 32, f"{name}[{i + w - 1}:{i}]", "rw", doc, sig[i:i + w])
+        return sig
+
+    def ro(self, addr, name, value, doc=""):
+        """A read-only word."""
+        self._claim(addr, name, "ro", doc, value)
+
+    def counter(self, addr, name, event, doc=""):
+        """A 32-bit wrapping counter of ``event`` (1 bit: +1, wider: +value), cleared on write."""
+        cnt = Signal(32, name=f"{self.name}_cnt_{name}")
+        with self.m.If(self.write_strobe(addr)):
+            self.m.d.sync += cnt.eq(event)
+        with self.m.Else():
+            self.m.d.sync += cnt.eq(cnt + event)
+        self._claim(addr, name, "counter", doc, cnt)
+        return cnt
+
+    def finish(self):
+        """Build the registered read mux; call once, after every register is declared."""
+        rdata = Const(0, 32)
+        for addr, value in sorted(self.reads.items()):
+            rdata = Mux(self.port.cfg_addr == addr, value, rdata)
+        self.m.d.sync += self.port.cfg_rdata.eq(rdata)
+
+    def doc_rows(self):
+        """(address, name, access, description) rows, sorted by address, for the docs."""
+        return sorted(self.rows)

@@ -1,0 +1,147 @@
+"""cocotb side of every bench: parameters, seed, clock and reset, record streams, configuration
+port driver, pause generators and the result line that ``make sim`` summarises.
+
+Imported only inside a simulator (it imports cocotb).
+"""
+
+import json
+import os
+import random
+from collections import deque
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge
+
+__all__ = ["params", "frames", "make_rng", "start", "ConfigDriver", "RecordSource", "RecordSink",
+           "random_pause", "write_result", "CLK_PERIOD_NS"]
+
+CLK_PERIOD_NS = 4   # nominal 250 MHz (profile section 8)
+
+
+def params():
+    return json.loads(os.environ.get("MRC_PARAMS", "{}"))
+
+
+def frames(default):
+    return int(os.environ.get("MRC_FRAMES", default))
+
+
+def make_rng(dut):
+    seed = cocotb.RANDOM_SEED
+    dut._log.info("bench %s on %s, seed %d (rerun with SEED=%d)",
+                  os.environ.get("MRC_BENCH", "?"), os.environ.get("MRC_SIM", "?"), seed, seed)
+    return random.Random(seed)
+
+
+async def start(dut, reset_cycles=4):
+    """Start the clock on ``dut.clk`` and pulse ``dut.rst``."""
+    cocotb.start_soon(Clock(dut.clk, CLK_PERIOD_NS, unit="ns").start())
+    dut.rst.value = 1
+    for _ in range(reset_cycles):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+
+
+def random_pause(rng, probability):
+    """An endless generator for cocotbext-axi's ``set_pause_generator``: True = pause this cycle."""
+    while True:
+        yield rng.random() < probability
+
+
+class ConfigDriver:
+    """Drives the configuration port (``cfg_addr``, ``cfg_wdata``, ``cfg_we``, ``cfg_rdata``)."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        dut.cfg_we.value = 0
+        dut.cfg_addr.value = 0
+        dut.cfg_wdata.value = 0
+
+    async def write(self, addr, value):
+        self.dut.cfg_addr.value = addr
+        self.dut.cfg_wdata.value = value & 0xFFFFFFFF
+        self.dut.cfg_we.value = 1
+        await RisingEdge(self.dut.clk)
+        self.dut.cfg_we.value = 0
+
+    async def read(self, addr):
+        self.dut.cfg_addr.value = addr
+        await RisingEdge(self.dut.clk)   # the address is sampled at this edge
+        await RisingEdge(self.dut.clk)   # read latency one cycle: the value the edge sees
+        return int(self.dut.cfg_rdata.value)
+
+
+class RecordSource:
+    """Drives a record stream ``<prefix>_tdata/_tvalid/_tready`` from a queue of integers."""
+
+    def __init__(self, dut, prefix, pause=None):
+        self.dut = dut
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.queue = deque()
+        self.pause = pause
+        self.sent = 0
+        self.tvalid.value = 0
+        self.tdata.value = 0
+        cocotb.start_soon(self._run())
+
+    def send(self, word):
+        self.queue.append(int(word))
+
+    def empty(self):
+        return not self.queue and not int(self.tvalid.value)
+
+    async def _run(self):
+        clk = self.dut.clk
+        while True:
+            await RisingEdge(clk)
+            if int(self.tvalid.value) and int(self.tready.value):
+                self.tvalid.value = 0
+                self.sent += 1
+            if not int(self.tvalid.value):
+                paused = self.pause is not None and next(self.pause)
+                if self.queue and not paused:
+                    self.tdata.value = self.queue.popleft()
+                    self.tvalid.value = 1
+
+
+class RecordSink:
+    """Collects a record stream's words; ``pause`` (a generator) drops tready on some cycles."""
+
+    def __init__(self, dut, prefix, pause=None):
+        self.dut = dut
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.queue = deque()
+        self.pause = pause
+        self.tready.value = 0 if pause else 1
+        cocotb.start_soon(self._run())
+
+    def empty(self):
+        return not self.queue
+
+    async def _run(self):
+        clk = self.dut.clk
+        while True:
+            await RisingEdge(clk)   # values read here are the ones the edge sampled
+            if int(self.tvalid.value) and int(self.tready.value):
+                self.queue.append(int(self.tdata.value))
+            self.tready.value = 0 if (self.pause is not None and next(self.pause)) else 1
+
+
+def write_result(dut, block, frames_checked, result="pass", **extra):
+    """One JSON line per bench run, read by ``make sim`` and ``make bench``."""
+    path = os.environ.get("MRC_RESULTS")
+    if not path:
+        return
+    os.makedirs(path, exist_ok=True)
+    name = os.environ.get("MRC_BENCH", block)
+    sim = os.environ.get("MRC_SIM", "?")
+    line = dict(block=block, bench=name, sim=sim, frames=frames_checked, result=result, **extra)
+    with open(os.path.join(path, f"{name}-{sim}.json"), "w") as f:
+        json.dump(line, f)
+    dut._log.info("result: %s", line)

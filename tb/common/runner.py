@@ -1,0 +1,78 @@
+"""pytest side of every cocotb bench: Amaranth component -> Verilog -> Icarus or Verilator.
+
+``run_bench`` writes the component's Verilog into ``build/sim/<name>-<sim>/``, builds it with the
+``cocotb_tools`` runner and runs the cocotb module ``test_module`` on it. The runner raises when a
+cocotb test fails, so a pytest function that calls ``run_bench`` fails with it.
+
+Knobs (environment): ``WAVES=1`` dumps waveforms (Icarus: FST in the build folder; Verilator: VCD
+in the build folder), ``SEED=<n>`` fixes the random seed of every bench (otherwise each bench derives
+a fixed seed from its name, so runs are reproducible; the seed is printed by the bench),
+``MRC_FRAMES=<n>`` overrides the number of frames of a bench.
+"""
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+from amaranth.back import verilog
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+RESULTS = BUILD / "results"
+
+SIMULATORS = ("icarus", "verilator")
+
+__all__ = ["run_bench", "SIMULATORS", "ROOT", "BUILD", "RESULTS", "bench_seed", "write_verilog"]
+
+
+def bench_seed(name):
+    """The seed of a bench: $SEED if set, else a stable hash of its name."""
+    if os.environ.get("SEED"):
+        return int(os.environ["SEED"])
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def write_verilog(component, toplevel, path):
+    """Convert ``component`` to Verilog with top module ``toplevel``; returns the file path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(component, name=toplevel, emit_src=False)
+    path.write_text(text)
+    return path
+
+
+def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
+              testcase=None):
+    """Build and run one bench. ``params`` (a dict) reaches the cocotb test as the JSON of
+    ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it)."""
+    from cocotb_tools.runner import get_runner
+
+    if sim not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    build_dir = BUILD / "sim" / f"{name}-{sim}"
+    vfile = write_verilog(component, toplevel, build_dir / f"{toplevel}.v")
+    seed = bench_seed(name)
+    env = {
+        "MRC_PARAMS": json.dumps(params or {}),
+        "MRC_BENCH": name,
+        "MRC_SIM": sim,
+        "MRC_RESULTS": str(RESULTS),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    frames = os.environ.get("MRC_FRAMES") or frames
+    if frames is not None:
+        env["MRC_FRAMES"] = str(frames)
+    runner = get_runner(sim)
+    build_args = []
+    if sim == "verilator":
+        build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast"]
+        if waves:
+            build_args += ["--trace-structs"]
+    runner.build(sources=[vfile], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
+                 waves=waves, timescale=("1ns", "1ps"), build_args=build_args,
+                 log_file=build_dir / "build.log")
+    runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,
+                build_dir=build_dir, waves=waves, extra_env=env, seed=seed, testcase=testcase,
+                results_xml=str(build_dir / "results.xml"), timescale=("1ns", "1ps"))
