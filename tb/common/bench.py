@@ -14,7 +14,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 __all__ = ["params", "frames", "make_rng", "start", "ConfigDriver", "RecordSource", "RecordSink",
-           "random_pause", "write_result", "CLK_PERIOD_NS"]
+           "random_pause", "write_result", "write_perf", "PERF_SIZES", "CLK_PERIOD_NS"]
 
 CLK_PERIOD_NS = 4   # nominal 250 MHz (profile section 8)
 
@@ -145,3 +145,26 @@ def write_result(dut, block, frames_checked, result="pass", **extra):
     with open(os.path.join(path, f"{name}-{sim}.json"), "w") as f:
         json.dump(line, f)
     dut._log.info("result: %s", line)
+
+
+PERF_SIZES = (0, 64, 256, 1500, 4096)
+
+
+def write_perf(dut, block, data_width, rows):
+    """Performance rows of one block at one width, read by ``make bench``.
+
+    ``rows``: one dict per payload size with keys ``payload`` (bytes), ``frames``,
+    ``cycles_per_frame`` (steady state, back-to-back, no idle, sink always ready),
+    ``bytes_per_cycle`` (payload bytes per cycle), ``efficiency`` (bytes_per_cycle / (W/8)),
+    ``latency`` (cycles from a frame's first beat in to its first beat out) and, where the block
+    stores and forwards, ``latency_last`` (from the last beat in).
+    """
+    path = os.environ.get("MRC_RESULTS")
+    if not path:
+        return
+    os.makedirs(path, exist_ok=True)
+    line = dict(block=block, data_width=data_width, sim=os.environ.get("MRC_SIM", "?"), rows=rows)
+    with open(os.path.join(path, f"perf-{block}-{data_width}-{line['sim']}.json"), "w") as f:
+        json.dump(line, f)
+    for r in rows:
+        dut._log.info("perf %s W=%d: %s", block, data_width, r)
