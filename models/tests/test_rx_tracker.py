@@ -1,0 +1,393 @@
+"""The receive tracker model: the SACK vectors, the packet vectors of its SACKs and NACKs, every
+rule of the SACK policy, the window, trims, completions, and hypothesis properties of its state."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from models.layouts import Dscp, Ecn, ip6, mac, NackReason, Opcode, SackVerdict
+from models.packets import build_frame
+from models.records import CONTROL_RECORD, COMPLETION, CompletionStatus, RX_META, int_to_ext
+from models.rx_tracker import (MPR_MAX, OOO_MODULUS, PSN_MODULUS, Arrival, Probe, RxConfig,
+                               RxTracker, Sack, Verdict, initial_state, on_arrival, psn_add,
+                               psn_diff)
+
+VECTORS = Path("/work/shared/spec/vectors")
+SACK_CASES = json.loads((VECTORS / "sack.json").read_text())
+PACKETS = {p["name"]: p for p in json.loads((VECTORS / "packets.json").read_text())}
+
+
+def arrival(psn, ev=0x1234_5670, **kw):
+    return Arrival(psn=psn % PSN_MODULUS, ev=ev, **kw)
+
+
+def in_order(tracker, count, **kw):
+    """Feed ``count`` in-order packets; return their results."""
+    return [tracker.arrive(arrival(tracker.cack_psn + 1, **kw)) for _ in range(count)]
+
+
+# --- Conformance vectors -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", range(len(SACK_CASES)))
+def test_sack_vectors(case):
+    """Every arrival of vectors/sack.json: placed, SACK now, cack_psn after, every SACK field."""
+    vec = SACK_CASES[case]
+    tracker = RxTracker(vec["cack_start"], mpr=vec["mpr"])
+    for i, a in enumerate(vec["arrivals"]):
+        res = tracker.arrive(Arrival(psn=a["psn"], ev=a["ev"], ecn=Ecn.CE if a["ce"] else Ecn.ECT0,
+                                     ackreq=int(a["last"])))
+        got = {"placed": res.placed, "sack_now": res.sack is not None,
+               "cack_after": tracker.cack_psn}
+        want = {k: a[k] for k in got}
+        assert got == want, f"arrival {i}: {a}"
+        if res.sack is not None:
+            s = res.sack
+            assert {"cack_psn": s.cack_psn, "ack_psn_offset": s.ack_psn_offset,
+                    "sack_offset": s.sack_offset, "sack_bitmap": f"{s.sack_bitmap:016x}",
+                    "mpr": s.mpr, "m": s.m, "entropy": s.entropy} == a["sack"], f"arrival {i}"
+            assert s.pr == 0 and s.probe_id == 0 and s.trigger_psn == a["psn"]
+        if not res.placed and res.sack is None:
+            assert res.nack.reason == NackReason.PSN_OOR_WINDOW
+
+
+def tx_header(vec, record):
+    """The TX_HEADER fields of a packets.json control frame, its ext from ``record``."""
+    return {"eth_dst": mac(vec["eth_dst"]), "eth_src": mac(vec["eth_src"]), "dscp": vec["dscp"],
+            "ecn": vec["ecn"], "flow_label": vec["ev"] & 0xFFFF, "hop_limit": 64,
+            "outer_src": ip6(vec["outer_src"]), "outer_dst": ip6(vec["outer_dst"]),
+            "inner_src": ip6(vec["inner_src"]), "inner_dst": ip6(vec["inner_dst"]),
+            "udp_sport": vec["ev"] >> 16, "opcode": record["opcode"],
+            "dest_qpn": vec["dest_qpn"], "ext": record["ext"]}
+
+
+def check_control_frame(name, record):
+    """``record`` (a CONTROL_RECORD dict) carries the ext bytes and EV of the named frame, and
+    the header inserter's frame built from it is the vector's frame."""
+    vec = PACKETS[name]
+    assert CONTROL_RECORD.unpack(CONTROL_RECORD.pack(record)) == record
+    assert record["opcode"] == vec["opcode"] and record["ev"] == vec["ev"]
+    ext = bytes.fromhex(vec["ext_hex"])
+    assert int_to_ext(record["ext"], len(ext)) == ext
+    assert build_frame(tx_header(vec, record)).hex() == vec["frame_hex"]
+
+
+def test_sack_skip_once_frame():
+    """A history that yields the decoded SACK of packets.json, byte for byte: 256 packets of
+    4096 B (placed_256 = 4096), then 1030, 1031 and a CE-marked 1070 (ooo_count 3)."""
+    vec = PACKETS["sack_skip_once"]
+    tracker = RxTracker(1000 - 256)
+    in_order(tracker, 256, payload_length=4096)
+    tracker.arrive(arrival(1030))
+    tracker.arrive(arrival(1031))
+    res = tracker.arrive(arrival(1070, ev=vec["ev"], ecn=Ecn.CE))
+    want = dict(vec["sack"], sack_bitmap=int(vec["sack"]["sack_bitmap"], 16))
+    want["placed_256"] = want.pop("placed_bytes_256")
+    sack = res.sack
+    assert {k: getattr(sack, k) for k in want} == want
+    check_control_frame("sack_skip_once", sack.control_record(qpn=7))
+    assert Sack.from_ext(sack.ext_bytes()) == sack
+
+
+def test_probe_answer_frame():
+    vec = PACKETS["sack_probe_answer"]
+    tracker = RxTracker(41)
+    res = tracker.probe(Probe(ev=vec["ev"], probe_id=0x0102))
+    check_control_frame("sack_probe_answer", res.sack.control_record(qpn=7))
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("nack_trimmed", NackReason.TRIMMED),
+    ("nack_trimmed_lasthop", NackReason.TRIMMED_LASTHOP),
+    ("nack_psn_oor_window", NackReason.PSN_OOR_WINDOW),
+    ("nack_unexp_event", NackReason.UNEXP_EVENT),
+])
+def test_nack_frames(name, reason):
+    """The tracker's NACKs of PSN 5000 on EV 0x77777042 are the vector frames."""
+    ev = PACKETS[name]["ev"]
+    tracker = RxTracker(5000 - 1025 if reason == NackReason.PSN_OOR_WINDOW else 4000)
+    dscp = {NackReason.TRIMMED: Dscp.TRIMMED,
+            NackReason.TRIMMED_LASTHOP: Dscp.TRIMMED_LASTHOP}.get(reason, Dscp.TRIMMABLE)
+    res = tracker.arrive(arrival(5000, ev=ev, dscp=dscp,
+                                 access_ok=reason != NackReason.UNEXP_EVENT))
+    assert not res.placed and res.sack is None and res.nack.reason == reason
+    check_control_frame(name, res.nack.control_record(qpn=7))
+
+
+# --- Configuration -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mpr", [0, 64, 127, 129, 1000, 2 * MPR_MAX, True, 1024.0, "1024"])
+def test_bad_mpr_raises(mpr):
+    with pytest.raises(ValueError, match="mpr"):
+        RxTracker(0, mpr=mpr)
+
+
+@pytest.mark.parametrize("wimm_max", [0, -1, True, 1.5])
+def test_bad_wimm_max_raises(wimm_max):
+    with pytest.raises(ValueError, match="wimm_max"):
+        RxTracker(0, wimm_max=wimm_max)
+
+
+@pytest.mark.parametrize("cack", [-1, PSN_MODULUS])
+def test_bad_cack_raises(cack):
+    with pytest.raises(ValueError, match="cack_psn"):
+        RxTracker(cack)
+
+
+@pytest.mark.parametrize("mpr", [128, 1024, MPR_MAX])
+def test_mpr_field(mpr):
+    assert RxTracker(0, mpr=mpr).probe(Probe(ev=1, probe_id=1)).sack.mpr == mpr // 128
+
+
+# --- SACK policy ---------------------------------------------------------------------------------
+
+def test_every_fourth_in_order_packet():
+    tracker = RxTracker(PSN_MODULUS - 6)        # across the 24-bit wrap
+    results = in_order(tracker, 12)
+    assert [r.sack is not None for r in results] == [False, False, False, True] * 3
+    sack = results[3].sack
+    assert sack.ack_psn_offset == 0 and sack.sack_offset == 1 and sack.sack_bitmap == 0
+    assert tracker.cack_psn == 6
+
+
+@pytest.mark.parametrize("flag", [{"ecn": Ecn.CE}, {"rtx": 1}, {"ackreq": 1}])
+def test_flags_sack_at_once(flag):
+    """A CE mark, BTH.RTX or the last packet of a message: a SACK at once, which resets the
+    count of 4."""
+    tracker = RxTracker(100)
+    first = in_order(tracker, 2)
+    res = tracker.arrive(arrival(103, ev=0xABCD, **flag))
+    assert [r.sack for r in first] == [None, None] and res.sack is not None
+    want_m = SackVerdict.SKIP_ONCE if flag.get("ecn") == Ecn.CE else SackVerdict.NONE
+    assert (res.sack.m, res.sack.entropy, res.sack.trigger_psn) == (want_m, 0xABCD, 103)
+    assert [r.sack is not None for r in in_order(tracker, 4)] == [False, False, False, True]
+
+
+def test_out_of_order_and_hole_filled():
+    tracker = RxTracker(100)
+    res = tracker.arrive(arrival(103))
+    assert res.placed and res.sack.ack_psn_offset == 3 and tracker.state.ooo_count == 1
+    res = tracker.arrive(arrival(102))
+    assert res.sack is not None and tracker.state.ooo_count == 2
+    res = tracker.arrive(arrival(101))          # in order, cack jumps 100 -> 103
+    assert res.sack is not None and tracker.cack_psn == 103 and tracker.state.ooo_count == 2
+    assert (res.sack.ack_psn_offset, res.sack.sack_offset) == (-2, 1)
+
+
+def test_duplicates():
+    """Duplicates place nothing, SACK at once (m from their CE), reset the count, do not count."""
+    tracker = RxTracker(100)
+    in_order(tracker, 2)                                        # cack 102, count 2
+    tracker.arrive(arrival(110))                                # SACK, count 0
+    in_order(tracker, 3)                                        # count 3
+    res = tracker.arrive(arrival(101, ecn=Ecn.CE))              # behind cack
+    assert res.verdict == Verdict.DUPLICATE and not res.placed
+    assert (res.sack.ack_psn_offset, res.sack.m) == (-4, SackVerdict.SKIP_ONCE)
+    res = tracker.arrive(arrival(110))                          # in the bitmap
+    assert res.verdict == Verdict.DUPLICATE and res.sack.ack_psn_offset == 5
+    assert [r.sack is not None for r in in_order(tracker, 4)] == [False, False, False, True]
+    assert tracker.counters[Verdict.DUPLICATE] == 2
+    far = tracker.arrive(arrival(tracker.cack_psn - 40000))
+    assert far.sack.ack_psn_offset == -32768 and far.sack.sack_offset == 1
+
+
+def test_probe_answers():
+    tracker = RxTracker(PSN_MODULUS - 2)
+    for psn in (1, 3, 63):
+        tracker.arrive(arrival(psn))
+    in_order(tracker, 1)                                        # cack = 2^24 - 1, count 1
+    clean = tracker.probe(Probe(ev=0xBEEF, probe_id=77))
+    s = clean.sack
+    assert (s.pr, s.probe_id, s.entropy, s.m, s.ack_psn_offset) == (1, 77, 0xBEEF, 0, 0)
+    assert s.base_psn == 0 and s.bitmap_psns() == {1, 3, 63}
+    assert tracker.probe(Probe(ev=1, probe_id=1, ecn=Ecn.CE)).sack.m == SackVerdict.SKIP_ONCE
+    assert tracker.probe(Probe(ev=1, probe_id=1, dscp=Dscp.TRIMMED)).sack.m == \
+        SackVerdict.SKIP_ONCE
+    # The probe answer reset the count of 4 and the timer.
+    assert tracker.tick().sack is None and tracker.tick().sack is None
+    assert tracker.counters[Verdict.PROBE] == 3
+
+
+def test_probe_from_rx_meta():
+    meta = RX_META.unpack(RX_META.pack(opcode=Opcode.PROBE, ev=5, ecn=Ecn.CE, dscp=Dscp.TRIMMABLE,
+                                       ext=int.from_bytes(bytes(4) + b"\x01\x02", "little")))
+    assert Probe.from_rx_meta(meta) == Probe(ev=5, probe_id=0x0102, ecn=Ecn.CE)
+
+
+def test_coalescing_timer():
+    tracker = RxTracker(100)
+    assert tracker.tick().sack is None                       # nothing uncovered
+    in_order(tracker, 1, ev=11)
+    assert tracker.tick().sack is None                       # 1 tick
+    in_order(tracker, 1, ev=22)                              # does not restart the timer
+    sack = tracker.tick().sack                               # 2 ticks since the first
+    assert sack is not None and (sack.entropy, sack.trigger_psn) == (22, 102)
+    assert sack.m == SackVerdict.NONE and sack.sack_offset == 1
+    assert tracker.tick().sack is None and tracker.tick().sack is None
+    # The timer SACK reset the count: three more packets make no SACK, two ticks do.
+    assert [r.sack for r in in_order(tracker, 3)] == [None] * 3
+    assert tracker.tick().sack is None and tracker.tick().sack.trigger_psn == 105
+    # A SACK of the every-4th rule stops the timer.
+    results = in_order(tracker, 4)
+    assert results[3].sack is not None
+    assert tracker.tick().sack is None and tracker.tick().sack is None
+
+
+# --- Window, trims, access errors ----------------------------------------------------------------
+
+@pytest.mark.parametrize("cack", [500, PSN_MODULUS - 100])
+def test_window_nack(cack):
+    tracker = RxTracker(cack, mpr=128)
+    edge = tracker.arrive(arrival(cack + 128))
+    assert edge.placed and edge.sack is not None
+    before = tracker.state
+    res = tracker.arrive(arrival(cack + 129, ev=0x55, ecn=Ecn.CE, rtx=1))
+    assert not res.placed and res.sack is None and tracker.state == before
+    assert (res.nack.reason, res.nack.psn, res.nack.ev) == \
+        (NackReason.PSN_OOR_WINDOW, (cack + 129) % PSN_MODULUS, 0x55)
+    in_order(tracker, 1)                                        # cack moves by one
+    assert tracker.arrive(arrival(cack + 129)).placed
+
+
+@pytest.mark.parametrize("dscp, reason", [(Dscp.TRIMMED, NackReason.TRIMMED),
+                                          (Dscp.TRIMMED_LASTHOP, NackReason.TRIMMED_LASTHOP)])
+def test_trimmed(dscp, reason):
+    """Trimmed packets: NACK by DSCP, nothing placed, no SACK, not counted toward 4; a trimmed
+    duplicate is a duplicate (SACK); a trimmed packet beyond the window is NACKed for the window."""
+    tracker = RxTracker(100)
+    in_order(tracker, 3)
+    res = tracker.arrive(arrival(104, ev=9, dscp=dscp, ecn=Ecn.CE, ackreq=1, payload_length=64))
+    assert (res.verdict, res.placed, res.sack) == (Verdict.TRIMMED, False, None)
+    assert (res.nack.reason, res.nack.psn, res.nack.ev) == (reason, 104, 9)
+    assert not tracker.received(104) and tracker.state.placed_bytes == 0
+    assert tracker.arrive(arrival(104)).sack is not None       # the 4th accepted
+    assert tracker.arrive(arrival(103, dscp=dscp)).verdict == Verdict.DUPLICATE
+    assert tracker.arrive(arrival(3000, dscp=dscp)).nack.reason == NackReason.PSN_OOR_WINDOW
+
+
+def test_access_error():
+    tracker = RxTracker(100)
+    res = tracker.arrive(arrival(101, ev=3, access_ok=False))
+    assert (res.verdict, res.placed, res.sack) == (Verdict.ACCESS_ERROR, False, None)
+    assert (res.nack.reason, res.nack.psn, res.nack.ev) == (NackReason.UNEXP_EVENT, 101, 3)
+    assert tracker.cack_psn == 100
+
+
+def test_arrival_from_rx_meta():
+    meta = RX_META.unpack(RX_META.pack(opcode=Opcode.WRITE_LAST_IMM, psn=7, ev=8, dscp=4, ecn=3,
+                                       ackreq=1, rtx=1, msn=9, imm=10, payload_length=11))
+    assert Arrival.from_rx_meta(meta) == Arrival(psn=7, ev=8, ecn=3, dscp=4, ackreq=1, rtx=1,
+                                                 opcode=Opcode.WRITE_LAST_IMM, msn=9, imm=10,
+                                                 payload_length=11)
+
+
+def test_counters_wrap():
+    """ooo_count wraps modulo 2^15, placed_256 is placed bytes / 256 modulo 2^24."""
+    cfg = RxConfig()
+    state = replace(initial_state(0), ooo_count=OOO_MODULUS - 1, placed_bytes=(1 << 32) - 256)
+    state, res = on_arrival(cfg, state, arrival(2, payload_length=300))
+    assert res.sack.ooo_count == 0 and res.sack.placed_256 == 0
+    assert state.placed_bytes == 44
+
+
+# --- Write-with-Immediate completions ------------------------------------------------------------
+
+def wimm(psn, msn, **kw):
+    return arrival(psn, opcode=Opcode.WRITE_ONLY_IMM, ackreq=1, msn=msn, imm=0x1000 + msn, **kw)
+
+
+def test_completions_in_msn_order():
+    tracker = RxTracker(PSN_MODULUS - 2)      # messages: MSN 1 = PSN 2^24-1, 2 = 0, 3 = 1..2
+    assert tracker.arrive(arrival(2, opcode=Opcode.WRITE_LAST_IMM, ackreq=1, msn=3,
+                                  imm=0x1003)).completions == ()
+    assert tracker.arrive(wimm(0, 2)).completions == ()
+    assert tracker.arrive(arrival(1, opcode=Opcode.WRITE_FIRST, msn=3)).completions == ()
+    res = tracker.arrive(wimm(PSN_MODULUS - 1, 1))
+    assert [(c.msn, c.imm, c.status) for c in res.completions] == \
+        [(1, 0x1001, CompletionStatus.OK), (2, 0x1002, CompletionStatus.OK),
+         (3, 0x1003, CompletionStatus.OK)]
+    record = res.completions[0].record(qpn=5)
+    assert COMPLETION.unpack(COMPLETION.pack(record)) == record and record["is_recv"] == 1
+    assert tracker.arrive(wimm(3, 4)).completions[0].msn == 4     # in order: at once
+
+
+def test_wimm_overflow_is_a_qp_error():
+    tracker = RxTracker(0, wimm_max=2)
+    tracker.arrive(wimm(5, 5))
+    tracker.arrive(wimm(3, 3))
+    tracker.arrive(arrival(1))                  # a plain packet: no completion, no error
+    res = tracker.arrive(wimm(4, 4))            # a third would wait
+    assert res.verdict == Verdict.WIMM_OVERFLOW and not res.placed and res.sack is None
+    assert [(c.msn, c.status) for c in res.completions] == [
+        (3, CompletionStatus.QP_ERROR), (4, CompletionStatus.WIMM_OVERFLOW),
+        (5, CompletionStatus.QP_ERROR)]
+    # In the error state the QP drops everything and sends nothing.
+    for res in (tracker.arrive(arrival(2)), tracker.probe(Probe(1, 1)), tracker.tick()):
+        assert (res.placed, res.sack, res.nack, res.completions) == (False, None, None, ())
+    assert tracker.counters[Verdict.QP_ERROR] == 2
+
+
+def test_wimm_at_limit_in_order_is_fine():
+    """With wimm_max completions waiting, one more that completes at once is no overflow."""
+    tracker = RxTracker(0, wimm_max=1)
+    tracker.arrive(wimm(3, 3))
+    res = tracker.arrive(wimm(1, 1))
+    assert res.verdict == Verdict.PLACED and [c.msn for c in res.completions] == [1]
+
+
+# --- Properties ----------------------------------------------------------------------------------
+
+starts = st.one_of(st.integers(PSN_MODULUS - 300, PSN_MODULUS - 1), st.integers(0, PSN_MODULUS - 1))
+events = st.lists(st.one_of(
+    st.tuples(st.just("data"), st.integers(-3, 140), st.sampled_from([Ecn.ECT0, Ecn.CE]),
+              st.sampled_from([Dscp.TRIMMABLE, Dscp.TRIMMED]), st.booleans(), st.booleans()),
+    st.tuples(st.just("tick")), st.tuples(st.just("probe"))), min_size=10, max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=starts, events=events)
+def test_state_properties(start, events):
+    """cack_psn never decreases; the window bits are exactly the PSNs placed; no PSN is placed
+    twice; every SACK tells the truth (cack_psn, bitmap bits, trigger); at most 3 accepted packets
+    go without a SACK unless a tick is due; out-of-order packets are SACKed at once."""
+    tracker = RxTracker(start, mpr=128)
+    placed = set()
+    unsacked = 0
+    for event in events:
+        cack = tracker.cack_psn
+        if event[0] == "data":
+            _, ahead, ecn, dscp, last, rtx = event
+            psn = psn_add(cack, ahead)
+            res = tracker.arrive(arrival(psn, ecn=ecn, dscp=dscp, ackreq=int(last), rtx=int(rtx)))
+            if res.placed:
+                assert psn not in placed
+                placed.add(psn)
+                unsacked = 0 if res.sack else unsacked + 1
+                assert unsacked < 4
+                if ahead > 1:
+                    assert res.sack is not None
+            else:
+                assert res.verdict in (Verdict.DUPLICATE, Verdict.TRIMMED, Verdict.OUT_OF_WINDOW)
+                assert (res.sack is not None) == (res.verdict == Verdict.DUPLICATE)
+        elif event[0] == "tick":
+            res = tracker.tick()
+        else:
+            res = tracker.probe(Probe(ev=1, probe_id=2))
+        if res.sack is not None:
+            unsacked = 0
+        new = tracker.cack_psn
+        assert 0 <= psn_diff(new, cack) <= 129
+        # Every PSN from the start to cack_psn was placed; the window bits are the rest.
+        assert all(psn_add(start, i) in placed for i in range(1, psn_diff(new, start) + 1))
+        assert {psn_add(new, i) for i in range(1, 129) if tracker.received(psn_add(new, i))} == \
+            {p for p in placed if 0 < psn_diff(p, new)}
+        if res.sack is not None:
+            s = res.sack
+            assert s.cack_psn == new
+            assert s.bitmap_psns() == {psn_add(s.base_psn, i) for i in range(64)
+                                       if psn_add(s.base_psn, i) in placed}
+            assert psn_diff(s.base_psn, new) >= 1
+            if s.pr == 0:
+                assert s.trigger_psn in placed or psn_diff(s.trigger_psn, start) <= 0
