@@ -8,9 +8,7 @@
   raising the reason of the first failed shape check of profile section 5.
 """
 
-import json
 from ipaddress import IPv6Address
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -28,9 +26,10 @@ from models.packets import (
     psn_offset, sack_bitmap, sack_packet,
 )
 from models.records import TX_HEADER
+from models.tests import vectors
 from tb.common.scapy_check import bth_rtx, check_frame
 
-VECTORS = json.loads(Path("/work/shared/spec/vectors/packets.json").read_text())
+VECTORS = vectors.load("packets.json")
 NACK_REASONS = (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP, NackReason.NO_PKT_BUFFER,
                 NackReason.PSN_OOR_WINDOW, NackReason.UNEXP_EVENT)
 ADDR = Addresses(eth_dst="02:00:00:ff:00:01", eth_src="02:00:00:05:00:01",

@@ -1,9 +1,7 @@
 """The receive tracker model: the SACK vectors, the packet vectors of its SACKs and NACKs, every
 rule of the SACK policy, the window, trims, completions, and hypothesis properties of its state."""
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -11,13 +9,13 @@ from hypothesis import given, settings, strategies as st
 from models.layouts import Dscp, Ecn, ip6, mac, NackReason, Opcode, SackVerdict
 from models.packets import build_frame
 from models.records import CONTROL_RECORD, COMPLETION, CompletionStatus, RX_META, int_to_ext
+from models.tests import vectors
 from models.rx_tracker import (MPR_MAX, OOO_MODULUS, PSN_MODULUS, Arrival, Probe, RxConfig,
                                RxTracker, Sack, Verdict, initial_state, on_arrival, psn_add,
                                psn_diff)
 
-VECTORS = Path("/work/shared/spec/vectors")
-SACK_CASES = json.loads((VECTORS / "sack.json").read_text())
-PACKETS = {p["name"]: p for p in json.loads((VECTORS / "packets.json").read_text())}
+SACK_CASES = vectors.load("sack.json")
+PACKETS = {p["name"]: p for p in vectors.load("packets.json")}
 
 
 def arrival(psn, ev=0x1234_5670, **kw):

@@ -1,21 +1,19 @@
 """The EV table and spray model: conformance vectors, properties of the choice and of feedback."""
 
-import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from models.layouts import NackReason, Opcode, SackVerdict
 from models.records import EV_MARKED, EvEvent
+from models.tests import vectors
 from models.spray import (LFSR_TAPS, MAX_T1, Choice, EvTable, PlaneSet, QpSet, Serve, SlotState,
                           choosable_anywhere, choose, ev_marked_records, ev_path, ev_plane, ev_t1,
                           feedback_skips, lfsr_step, make_ev, mark_bad, plane_ok_list, refill,
                           serve_qp, window_room)
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "vectors" / "spray.json"
-CASES = json.loads(VECTORS.read_text())
+CASES = vectors.load("spray.json")
 G, S, A, D = SlotState.GOOD, SlotState.SKIP, SlotState.ASSUMED_BAD, SlotState.DENIED
 KINDS = (EvEvent.SKIP, EvEvent.BAD, EvEvent.RECOVERED, EvEvent.DENY, EvEvent.ALLOW)
 

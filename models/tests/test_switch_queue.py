@@ -1,9 +1,7 @@
 """The egress port model of the trimming switch: the ECN vectors, trimming, admission and drops,
 a 3 -> 1 incast, the statistics of ECN marking, the dequeue order and port down."""
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +11,11 @@ from models.layouts import (BTH, BTH_OFFSET, ETH, ETHERTYPE_IPV6, EXT_OFFSET, IN
 from models.packets import build_frame
 from models.records import ext_to_int
 from models.rx_tracker import Arrival, RxTracker
+from models.tests import vectors
 from models.switch_queue import (EgressPort, PortConfig, Queue, Verdict, ecn_mark, ecn_threshold,
                                  frame_bytes, lfsr_step)
 
-VECTORS = Path("/work/shared/spec/vectors")
-ECN_VECTOR = json.loads((VECTORS / "ecn.json").read_text())
+ECN_VECTOR = vectors.load("ecn.json")
 IPG = 20            # preamble and inter-packet gap, in byte times, for the incast timing
 
 

@@ -29,8 +29,10 @@ def frames(default):
 
 def make_rng(dut):
     seed = cocotb.RANDOM_SEED
-    dut._log.info("bench %s on %s, seed %d (rerun with SEED=%d)",
-                  os.environ.get("MRC_BENCH", "?"), os.environ.get("MRC_SIM", "?"), seed, seed)
+    # cocotb derives each test's seed from the run's seed and the test name; SEED sets the run's.
+    rerun = os.environ.get("COCOTB_RANDOM_SEED", seed)
+    dut._log.info("bench %s on %s, seed %d (rerun with SEED=%s)",
+                  os.environ.get("MRC_BENCH", "?"), os.environ.get("MRC_SIM", "?"), seed, rerun)
     return random.Random(seed)
 
 

