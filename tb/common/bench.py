@@ -86,6 +86,7 @@ class RecordSource:
         self.queue = deque()
         self.pause = pause
         self.sent = 0
+        self._valid = False
         self.tvalid.value = 0
         self.tdata.value = 0
         cocotb.start_soon(self._run())
@@ -94,20 +95,25 @@ class RecordSource:
         self.queue.append(int(word))
 
     def empty(self):
-        return not self.queue and not int(self.tvalid.value)
+        return not self.queue and not self._valid
 
     async def _run(self):
+        # tvalid is kept in _valid: a write to a handle is not read back in the same time step,
+        # so reading tvalid after clearing it would insert an idle cycle after every record.
         clk = self.dut.clk
         while True:
             await RisingEdge(clk)
-            if int(self.tvalid.value) and int(self.tready.value):
-                self.tvalid.value = 0
+            was_valid = self._valid
+            if self._valid and int(self.tready.value):
+                self._valid = False
                 self.sent += 1
-            if not int(self.tvalid.value):
+            if not self._valid:
                 paused = self.pause is not None and next(self.pause)
                 if self.queue and not paused:
                     self.tdata.value = self.queue.popleft()
-                    self.tvalid.value = 1
+                    self._valid = True
+            if self._valid != was_valid:
+                self.tvalid.value = int(self._valid)
 
 
 class RecordSink:
