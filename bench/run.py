@@ -6,7 +6,10 @@ test writes cycles per frame, payload bytes per cycle, efficiency against the wi
 (definitions: ../shared/spec/metrics.md). This script gathers them into ``bench/results.json`` and
 ``bench/results.md`` and refreshes the table in README.md between its BENCH markers.
 
-    python -m bench.run [--blocks header_inserter,un_stage] [--widths 64,512]
+    python -m bench.run [--blocks header_inserter,un_stage] [--widths 64,512] [--collect]
+
+``--collect`` runs nothing: it gathers the perf results that earlier runs (for instance the quick
+``*_perf`` tests of ``make test``) left in ``build/results/``.
 """
 
 import argparse
@@ -17,11 +20,19 @@ import time
 
 from tb.common.runner import RESULTS, ROOT, run_bench
 
-# block -> (component factory "module:Class", top-level name, cocotb module)
+# block -> (component factory "module:Class", top-level name, cocotb module[, widths[, params]]).
+# A block without a data width (a record-stream block) gives widths (0,): it is built from
+# ``params`` (default: its default parameters), without a data_width argument, and measured once.
+# ``params`` also reach the cocotb test (``tb.common.bench.params()``).
 BLOCKS = {
     "header_inserter": ("rtl.header_inserter:HeaderInserter", "header_inserter",
                         "tb.test_header_inserter"),
     "un_stage": ("rtl.un_stage:UnStage", "un_stage", "tb.test_un_stage"),
+    "spray_scheduler": ("rtl.spray_scheduler:SprayScheduler", "spray_scheduler",
+                        "tb.test_spray_scheduler", (0,),
+                        dict(n_qps=4, n_planes=4, slots=4, backups=4, ev_min_active=4)),
+    "switch": ("rtl.switch:Switch", "switch", "tb.test_switch", (64,)),
+    "rx_tracker": ("rtl.rx_tracker:RxTracker", "rx_tracker", "tb.test_rx_tracker", (0,)),
 }
 WIDTHS = (64, 512)
 OUT_JSON = ROOT / "bench" / "results.json"
@@ -38,19 +49,31 @@ def factory(spec):
 def measure(blocks, widths, sim="verilator"):
     rows = []
     for block in blocks:
-        spec, top, tb = BLOCKS[block]
-        for w in widths:
+        spec, top, tb, *fixed = BLOCKS[block]
+        kwargs = fixed[1] if len(fixed) > 1 else {}
+        for w in (fixed[0] if fixed else widths):
             t0 = time.time()
             print(f"bench: {block} W={w} on {sim} ...", flush=True)
             name = f"perf-{block}-{w}"
             for old in RESULTS.glob(f"perf-{block}-{w}-{sim}.json"):
                 old.unlink()
-            run_bench(factory(spec)(data_width=w), name=name, toplevel=top, test_module=tb,
-                      sim=sim, params={"data_width": w}, testcase="perf")
+            component = factory(spec)(data_width=w, **kwargs) if w else factory(spec)(**kwargs)
+            run_bench(component, name=name, toplevel=top, test_module=tb,
+                      sim=sim, params={"data_width": w, **kwargs}, testcase="perf")
             res = json.loads((RESULTS / f"perf-{block}-{w}-{sim}.json").read_text())
             for r in res["rows"]:
                 rows.append(dict(block=block, data_width=w, **r))
             print(f"bench: {block} W={w} done in {time.time() - t0:.0f} s", flush=True)
+    return rows
+
+
+def collect(blocks, sim="verilator"):
+    rows = []
+    for block in blocks:
+        for path in sorted(RESULTS.glob(f"perf-{block}-*-{sim}.json"),
+                           key=lambda p: int(p.name.split("-")[-2])):
+            res = json.loads(path.read_text())
+            rows += [dict(block=block, data_width=res["data_width"], **r) for r in res["rows"]]
     return rows
 
 
@@ -72,13 +95,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", default=",".join(BLOCKS))
     ap.add_argument("--widths", default=",".join(map(str, WIDTHS)))
+    ap.add_argument("--collect", action="store_true",
+                    help="gather existing build/results/perf-*.json instead of running")
     args = ap.parse_args(argv)
     blocks = [b for b in args.blocks.split(",") if b]
     unknown = [b for b in blocks if b not in BLOCKS]
     if unknown:
         sys.exit(f"bench: unknown block(s) {unknown}; known: {sorted(BLOCKS)}")
     widths = [int(w) for w in args.widths.split(",")]
-    rows = measure(blocks, widths)
+    rows = collect(blocks) if args.collect else measure(blocks, widths)
     OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
     md = ("# Bench results\n\nMeasured by `make bench` (Verilator, back-to-back frames, no idle, "
           "no backpressure, 250 MHz nominal clock). Definitions: `../shared/spec/metrics.md`. "

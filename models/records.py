@@ -17,7 +17,8 @@ from .layouts import MAX_EXT_BYTES
 __all__ = [
     "Record", "TX_HEADER", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
     "CONTROL_RECORD", "FEEDBACK_RECORD", "EV_EVENT", "EV_MARKED", "COMPLETION", "RX_META",
-    "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
+    "RX_EVENT", "RX_VERDICT", "RxVerdict",
+    "SPRAY_REQUEST", "SPRAY_ANSWER", "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
     "ALL_RECORDS", "QPN_WIDTH", "EXT_WIDTH",
 ]
 
@@ -190,5 +191,57 @@ class FrameUser:
     WIDTH = 1
 
 
+# --- Spray scheduler (rtl/spray_scheduler.py) ----------------------------------------------------
+
+SPRAY_REQUEST = Record("spray_request", [
+    ("qpn", QPN_WIDTH), ("plane_ok", 8), ("avoid_valid", 1), ("avoid_ev", 32),
+], doc="""One packet's spray choice asked of the EV table (profile 4.3) for QP `qpn`: bit p of
+`plane_ok` says plane p has room in its port FIFO (the scheduler ANDs its plane up mask);
+`avoid_ev` (when `avoid_valid` = 1) is the EV a retransmission must not use.""")
+
+SPRAY_ANSWER = Record("spray_answer", [
+    ("qpn", QPN_WIDTH), ("found", 1), ("plane", 4), ("slot", 8), ("ev", 32), ("position", 8),
+], doc="""The answer to one `spray_request`, in request order: `found` = 1 with the plane, the
+slot, its EV and the rotation position it was found at (models/spray.py `Choice`), or `found` = 0
+and every other field but `qpn` 0 when nothing is choosable (the packet waits) or the QP is not
+configured.""")
+
+# --- Receive tracker (rtl/rx_tracker.py) ----------------------------------------------------------
+
+RX_EVENT = Record("rx_event", [
+    ("qpn", QPN_WIDTH), ("opcode", 8), ("psn", 24), ("ev", 32), ("dscp", 6), ("ecn", 2),
+    ("ackreq", 1), ("rtx", 1), ("msn", 16), ("imm", 32), ("payload_length", 16),
+    ("access_ok", 1), ("probe_id", 16),
+], doc="""One input of the receive tracker for local QP `qpn`: a data packet that passed the
+shape, QP, buffer and ICRC checks (a data `opcode`; fields as in `rx_meta`, `ackreq` = the last
+packet of a message, `msn` and `imm` for Write-with-Immediate completions, `access_ok` = the R_Key
+and bounds check passed), or a reliability probe (`opcode` PROBE, with `ev`, `dscp`, `ecn` and the
+PETH's `probe_id`; the other fields are ignored). Any other opcode is dropped and counted.""")
+
+RX_VERDICT = Record("rx_verdict", [
+    ("qpn", QPN_WIDTH), ("psn", 24), ("verdict", 4), ("placed", 1), ("ticks", 2),
+], doc="""The receive tracker's answer to one `rx_event`, in input order: `verdict` (an
+`RxVerdict` code; `placed` = 1 exactly when it is PLACED: the placement stage writes the payload)
+and `ticks`, the 1.024 us ticks the tracker applied since the previous verdict, saturated at 3 (two
+ticks in a row already stop every coalescing timer), so a model applies the same ticks before this
+event. Codes: PLACED 0, DUPLICATE 1, OUT_OF_WINDOW 2, TRIMMED 3, ACCESS_ERROR 4, WIMM_OVERFLOW 5,
+QP_ERROR 6, PROBE 7 (a probe answered), DROPPED 8 (QP unknown or not enabled, or an opcode that
+is neither data nor PROBE).""")
+
+
+class RxVerdict:
+    """`RX_VERDICT.verdict` values (the verdicts of models/rx_tracker.py, plus DROPPED)."""
+    PLACED = 0
+    DUPLICATE = 1
+    OUT_OF_WINDOW = 2
+    TRIMMED = 3
+    ACCESS_ERROR = 4
+    WIMM_OVERFLOW = 5
+    QP_ERROR = 6
+    PROBE = 7
+    DROPPED = 8
+
+
 ALL_RECORDS = (TX_HEADER, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
-               CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META)
+               CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META,
+               SPRAY_REQUEST, SPRAY_ANSWER, RX_EVENT, RX_VERDICT)

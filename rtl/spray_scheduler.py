@@ -8,6 +8,7 @@ from amaranth.utils import bits_for, ceil_log2, exact_log2
 from models.records import EvEvent
 from models.spray import (DEFAULT_BACKUP, DEFAULT_EV_MIN_ACTIVE, DEFAULT_SLOTS, EV_PLANE_BITS,
                           EV_T1_BITS, EV_T1_SHIFT, LFSR_TAPS, MAX_T1, SlotState)
+from rtl.common.logic import first_set as _first_set, wire as _wire
 from rtl.common import records
 from rtl.common.config import ConfigMap
 from rtl.common.ports import config_members, record_members
@@ -77,31 +78,6 @@ class _InnerPort:
         self.cfg_wdata = component.cfg_wdata
         self.cfg_we = component.cfg_we
         self.cfg_rdata = Signal(32, name="cfg_rdata_regs")
-
-
-def _wire(m, value, width, name):
-    """``value`` as a named comb Signal. Intermediate vectors are wires so that bit selects do not
-    copy the expression behind them (Amaranth pushes a slice down into its operands)."""
-    sig = Signal(width, name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
-def _first_set(m, vec, n, name):
-    """``(any, index)`` of the lowest set bit of the ``n``-bit ``vec`` (a log-depth tree)."""
-    width = max(1, ceil_log2(n))
-    vec = _wire(m, vec, n, f"{name}_in")
-
-    def tree(lo, hi):
-        if hi - lo == 1:
-            return vec[lo], Const(lo, width)
-        mid = lo + (1 << ceil_log2(hi - lo) - 1)
-        any_lo, idx_lo = tree(lo, mid)
-        any_hi, idx_hi = tree(mid, hi)
-        return (_wire(m, any_lo | any_hi, 1, f"{name}_any_{lo}_{hi}"),
-                _wire(m, Mux(any_lo, idx_lo, idx_hi), width, f"{name}_idx_{lo}_{hi}"))
-
-    return tree(0, n)
 
 
 def _round_robin(m, vec, start, n, name):
