@@ -31,7 +31,6 @@ BLOCKS = {
     "spray_scheduler": ("rtl.spray_scheduler:SprayScheduler", "spray_scheduler",
                         "tb.test_spray_scheduler", (0,),
                         dict(n_qps=4, n_planes=4, slots=4, backups=4, ev_min_active=4)),
-    "switch": ("rtl.switch:Switch", "switch", "tb.test_switch", (64,)),
     "rx_tracker": ("rtl.rx_tracker:RxTracker", "rx_tracker", "tb.test_rx_tracker", (0,)),
 }
 WIDTHS = (64, 512)

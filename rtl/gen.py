@@ -39,7 +39,6 @@ TOPS = {
     "un_stage": top("rtl.un_stage", "UnStage", data_width=64),
     "spray_scheduler": top("rtl.spray_scheduler", "SprayScheduler", n_qps=4, n_planes=4,
                            slots=4, backups=4),
-    "switch": top("rtl.switch", "Switch", ports=4, data_width=64),
     "rx_tracker": top("rtl.rx_tracker", "RxTracker", n_qps=4, mpr=1024, wimm_max=16),
 }
 
