@@ -28,6 +28,7 @@ BLOCKS = {
     "header_inserter": ("rtl.header_inserter:HeaderInserter", "header_inserter",
                         "tb.test_header_inserter"),
     "un_stage": ("rtl.un_stage:UnStage", "un_stage", "tb.test_un_stage"),
+    "switch": ("rtl.switch:Switch", "switch", "tb.test_switch", (64,)),
     "spray_scheduler": ("rtl.spray_scheduler:SprayScheduler", "spray_scheduler",
                         "tb.test_spray_scheduler", (0,),
                         dict(n_qps=4, n_planes=4, slots=4, backups=4, ev_min_active=4)),

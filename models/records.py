@@ -15,7 +15,7 @@ Nothing here imports cocotb, Amaranth or scapy.
 from .layouts import MAX_EXT_BYTES
 
 __all__ = [
-    "Record", "TX_HEADER", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
+    "Record", "TX_HEADER", "TX_PACKET", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
     "CONTROL_RECORD", "FEEDBACK_RECORD", "EV_EVENT", "EV_MARKED", "COMPLETION", "RX_META",
     "RX_EVENT", "RX_VERDICT", "RxVerdict",
     "SPRAY_REQUEST", "SPRAY_ANSWER", "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
@@ -119,6 +119,17 @@ SEND_RECORD = Record("send_record", [
 ], doc="""One per data packet sent (or flushed from a downed plane, `flushed` = 1), from the
 transmit engine to the reliability block: what went where, when, and the plane room mask the
 choice saw (profile 4.3 and section 8).""")
+
+TX_PACKET = Record("tx_packet", [
+    ("qpn", QPN_WIDTH), ("psn", 24), ("opcode", 8), ("ackreq", 1), ("rtx", 1),
+    ("rqmsn", 16), ("msn", 16), ("va", 64), ("rkey", 32), ("dma_length", 32), ("imm", 32),
+    ("req_id", 16), ("offset", 32), ("length", 16), ("avoid_valid", 1), ("avoid_ev", 32),
+    ("cause", 3),
+], doc="""One data packet from the segmenter, ahead of its payload (`length` bytes, no pad; 0 means
+no payload beats): the Write opcode of profile 1.4, AckReq on a message's last packet, the METH and
+RETH fields of profile 1.5 (`va` = this packet's first byte, `dma_length` = the message length),
+the immediate for the *_IMM opcodes, the work request it belongs to (`req_id`, `offset` of its first
+byte in the message). A retransmission has `rtx` = 1, the EV to avoid and its `RetxCause`.""")
 
 RETX_REQUEST = Record("retx_request", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("avoid_ev", 32), ("cause", 3),
@@ -242,6 +253,6 @@ class RxVerdict:
     DROPPED = 8
 
 
-ALL_RECORDS = (TX_HEADER, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
+ALL_RECORDS = (TX_HEADER, TX_PACKET, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
                CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META,
                SPRAY_REQUEST, SPRAY_ANSWER, RX_EVENT, RX_VERDICT)

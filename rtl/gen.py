@@ -37,6 +37,7 @@ TOPS = {
     "tick_generator": top("rtl.tick_generator", "TickGenerator", clk_hz=250_000_000),
     "header_inserter": top("rtl.header_inserter", "HeaderInserter", data_width=64),
     "un_stage": top("rtl.un_stage", "UnStage", data_width=64),
+    "switch": top("rtl.switch", "Switch", ports=4, data_width=64),
     "spray_scheduler": top("rtl.spray_scheduler", "SprayScheduler", n_qps=4, n_planes=4,
                            slots=4, backups=4),
     "rx_tracker": top("rtl.rx_tracker", "RxTracker", n_qps=4, mpr=1024, wimm_max=16),

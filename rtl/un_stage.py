@@ -6,6 +6,7 @@ Golden model: ``models/un_stage.py``; bench: ``tb/test_un_stage.py``.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import Out
 
 from models.layouts import ETH, ETHERTYPE_IPV6, IPV6, OUTER_OFFSET
 from models.records import FrameUser
@@ -58,6 +59,9 @@ class UnStage(wiring.Component):
         Entries of the exact-match table (default 64).
     port_width : 1..16
         Bits of an egress port number (``m_axis_tdest``), default 4.
+    decision_port : bool
+        Add the ``dec_*`` outputs (default False: the ports are exactly the ones below without
+        them).
 
     Ports
     -----
@@ -69,6 +73,11 @@ class UnStage(wiring.Component):
     over a frame.
     ``cfg_addr/cfg_wdata/cfg_we/cfg_rdata``: configuration port (``rtl/common/config.py``: reads
     have one cycle of latency, unmapped words read 0, counters clear when written).
+    ``dec_valid/dec_reason/dec_port`` (only with ``decision_port=True``): one pulse per frame, in
+    frame order, in the cycle its decision is counted: ``dec_reason`` is its index in
+    ``models.un_stage.REASONS`` (0 = forwarded) and ``dec_port`` its egress port (valid when
+    forwarded). A block that merges several inputs into the stage uses it to charge each drop to
+    the input it came from (the switch's per-ingress counters).
 
     Configuration map (word addresses)
     ----------------------------------
@@ -102,7 +111,7 @@ class UnStage(wiring.Component):
     beat per cycle.
     """
 
-    def __init__(self, data_width=64, table_depth=64, port_width=4):
+    def __init__(self, data_width=64, table_depth=64, port_width=4, decision_port=False):
         check_width("UnStage", data_width)
         if not isinstance(table_depth, int) or not 1 <= table_depth <= MAX_TABLE_DEPTH:
             raise ValueError(f"UnStage: table_depth must be 1..{MAX_TABLE_DEPTH}, "
@@ -117,11 +126,17 @@ class UnStage(wiring.Component):
         self.header_beats = -(-MIN_FRAME // self.lanes)
         self.fifo_depth = self.header_beats + _FIFO_MARGIN
         self.latency = self.header_beats + _DECISION_STAGES + 1
+        self.decision_port = bool(decision_port)
+        decision = {
+            "dec_valid": Out(1), "dec_reason": Out(range(len(REASONS))),
+            "dec_port": Out(port_width),
+        } if self.decision_port else {}
         super().__init__({
             **config_members(),
             **axis_members("s_axis", data_width, FrameUser.WIDTH, sink=True),
             **axis_members("m_axis", data_width, FrameUser.WIDTH, sink=False,
                            dest_width=port_width),
+            **decision,
         })
 
     def elaborate(self, platform):
@@ -241,6 +256,15 @@ class UnStage(wiring.Component):
         for name in REASONS:
             cfg.counter(ADDR_COUNTERS[name], name, s2_valid & events[name],
                         doc=f"frames {'forwarded' if name == 'forwarded' else 'dropped ' + name}")
+        if self.decision_port:
+            reason = Const(0, self.dec_reason.shape())
+            for index, name in enumerate(REASONS):
+                reason = Mux(events[name], index, reason)
+            m.d.comb += [
+                self.dec_valid.eq(s2_valid),
+                self.dec_reason.eq(reason),
+                self.dec_port.eq(port),
+            ]
 
         decision_layout = data.StructLayout({"drop": 1, "shift": 1, "hop_out": 8,
                                              "tail": _TAIL_BITS, "port": self.port_width})
