@@ -34,7 +34,7 @@ from .records import TX_HEADER, int_to_ext, ext_to_int
 __all__ = [
     "icrc", "build_frame", "frame_length", "ICRC_PREFIX", "PMTU_MAX", "PSN_MODULUS",
     "Addresses", "path_fields", "data_packet", "sack_packet", "probe_answer", "nack_packet",
-    "probe_packet", "sack_bitmap", "bitmap_psns", "psn_offset", "FrameError", "FRAME_ERROR_REASONS",
+    "probe_packet", "sack_base", "sack_bitmap", "bitmap_psns", "psn_offset", "FrameError", "FRAME_ERROR_REASONS",
     "ParsedFrame", "parse_frame",
 ]
 
@@ -249,6 +249,16 @@ def psn_offset(psn, base):
     return diff
 
 
+def sack_base(cack_psn, trigger_psn):
+    """The bitmap base PSN of a SACK (profile 2.1): ``trigger_psn`` with its low 6 bits cleared,
+    or cack_psn + 1 when that is at or below ``cack_psn`` in serial arithmetic."""
+    base = trigger_psn & ~63 & (PSN_MODULUS - 1)
+    ahead = (base - cack_psn) % PSN_MODULUS
+    if ahead == 0 or ahead >= PSN_MODULUS // 2:      # base at or below cack_psn
+        base = (cack_psn + 1) % PSN_MODULUS
+    return base
+
+
 def sack_bitmap(cack_psn, trigger_psn, received):
     """``(sack_offset, sack_bitmap)`` of a SACK (profile 2.1).
 
@@ -257,10 +267,7 @@ def sack_bitmap(cack_psn, trigger_psn, received):
     base is cack_psn + 1. Bit 63 is the base, bit 0 the base + 63; a bit is set when its PSN is in
     ``received`` (an iterable of PSNs).
     """
-    base = trigger_psn & ~63 & (PSN_MODULUS - 1)
-    ahead = (base - cack_psn) % PSN_MODULUS
-    if ahead == 0 or ahead >= PSN_MODULUS // 2:      # base at or below cack_psn
-        base = (cack_psn + 1) % PSN_MODULUS
+    base = sack_base(cack_psn, trigger_psn)
     received = set(received)
     bitmap = 0
     for i in range(64):

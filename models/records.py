@@ -116,9 +116,10 @@ WORK_REQUEST = Record("work_request", [
 SEND_RECORD = Record("send_record", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("ev", 32), ("plane", 4), ("slot", 8), ("req_id", 16),
     ("offset", 32), ("length", 16), ("tick", 32), ("room_mask", 8), ("rtx", 1), ("flushed", 1),
+    ("last", 1),
 ], doc="""One per data packet sent (or flushed from a downed plane, `flushed` = 1), from the
 transmit engine to the reliability block: what went where, when, and the plane room mask the
-choice saw (profile 4.3 and section 8).""")
+choice saw (profile 4.3 and section 8); `last` = 1 on the last packet of its work request (AckReq).""")
 
 TX_PACKET = Record("tx_packet", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("opcode", 8), ("ackreq", 1), ("rtx", 1),

@@ -63,6 +63,7 @@ from dataclasses import dataclass, replace
 
 from .layouts import (CC_STATE, NETH, SETH, Dscp, Ecn, IMM_OPCODES, NackReason, Opcode, PETH,
                       SackVerdict)
+from .packets import sack_base
 from .records import CompletionStatus, ext_to_int, int_to_ext
 
 __all__ = [
@@ -330,9 +331,7 @@ def _make_sack(cfg, state, trigger_psn, ev, skip, pr=0, probe_id=0):
     """The SACK of ``state`` for a trigger at ``trigger_psn`` with EV ``ev``."""
     cack = state.cack_psn
     offset = max(psn_diff(trigger_psn, cack), _OFFSET_MIN)
-    base = trigger_psn & ~(BITMAP_BITS - 1)
-    if psn_diff(base, cack) <= 0:
-        base = psn_add(cack, 1)
+    base = sack_base(cack, trigger_psn)
     bitmap = 0
     for i in range(BITMAP_BITS):
         if received(cfg, state, psn_add(base, i)):
