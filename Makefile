@@ -1,18 +1,22 @@
 # MRC NIC engine and trimming switch. The two commands for a fresh machine:
 #   make sim    the main job (today: every cocotb bench on Verilator, with a summary table)
 #   make test   every test except the wide sweeps (models, Amaranth, cocotb on Icarus and Verilator)
-# Both run the idempotent set-up first. Other targets: test-full, bench, verilog, clean.
+# Both run the idempotent set-up first. Other targets: test-full, bench, verilog, clean,
+#   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
+#   fpga-ci (the ECP5 and iCE40 bitstreams CI builds).
 # Knobs: WAVES=1 (waveforms from the cocotb benches), SIM=icarus|verilator (make sim),
-#        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2).
+#        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
+#        BOARD=ulx3s|orangecrab|icebreaker|colorlight and CLK_MHZ=<core clock> (make fpga).
 
 SHELL := /bin/bash
 JOBS ?= 2
 SIM ?= verilator
+BOARD ?= ulx3s
 # Every recipe runs in the project's tool environment (one place: scripts/env.sh).
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup
 
-.PHONY: all setup test test-full sim bench verilog clean
+.PHONY: all setup test test-full sim bench verilog report fpga fpga-ci clean
 
 all: test
 
@@ -33,6 +37,15 @@ bench: setup
 
 verilog: setup
 	$(ENV) python -m rtl.gen --out build/verilog
+
+report: setup
+	$(ENV) python -m fpga.report --jobs $(JOBS)
+
+fpga: setup
+	$(ENV) python -m fpga.boards $(BOARD) $(if $(CLK_MHZ),--clk-mhz $(CLK_MHZ))
+
+fpga-ci: setup
+	$(ENV) python -m fpga.boards ulx3s icebreaker
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -33,6 +33,18 @@ BLOCKS = {
                         "tb.test_spray_scheduler", (0,),
                         dict(n_qps=4, n_planes=4, slots=4, backups=4, ev_min_active=4)),
     "rx_tracker": ("rtl.rx_tracker:RxTracker", "rx_tracker", "tb.test_rx_tracker", (0,)),
+    "tx_engine": ("rtl.tx_engine:TxEngine", "tx_engine", "tb.test_tx_engine", (64,),
+                  dict(n_qps=4, n_planes=8, pmtu=4096, wrs_per_qp=8, slots=16, backups=8,
+                       ev_min_active=4, max_outstanding=16)),
+    "segmenter": ("rtl.segmenter:Segmenter", "segmenter", "tb.test_segmenter", (64, 512),
+                  dict(n_qps=4, wrs_per_qp=8, pmtu=4096, max_outstanding=16)),
+    "reliability": ("rtl.reliability:Reliability", "reliability", "tb.test_reliability", (0,),
+                    dict(n_qps=4, ring=32, probe_entries=8, wr_depth=32, timer_bits=10)),
+    "placement": ("rtl.placement:Placement", "placement", "tb.test_placement"),
+    "rx_front": ("rtl.rx_front:RxFront", "rx_front", "tb.test_rx_front", (64,),
+                 dict(n_planes=8)),
+    "rx_engine": ("rtl.rx_engine:RxEngine", "rx_engine", "tb.test_rx_engine", (64,),
+                  dict(n_planes=8)),
 }
 WIDTHS = (64, 512)
 OUT_JSON = ROOT / "bench" / "results.json"

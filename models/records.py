@@ -17,8 +17,8 @@ from .layouts import MAX_EXT_BYTES
 __all__ = [
     "Record", "TX_HEADER", "TX_PACKET", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
     "CONTROL_RECORD", "FEEDBACK_RECORD", "EV_EVENT", "EV_MARKED", "COMPLETION", "RX_META",
-    "RX_EVENT", "RX_VERDICT", "RxVerdict",
-    "SPRAY_REQUEST", "SPRAY_ANSWER", "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
+    "RX_EVENT", "RX_VERDICT", "RxVerdict", "PLACE_COMMAND",
+    "SPRAY_REQUEST", "SPRAY_ANSWER", "PLANE_FRAME", "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
     "ALL_RECORDS", "QPN_WIDTH", "EXT_WIDTH",
 ]
 
@@ -169,7 +169,15 @@ RX_META = Record("rx_meta", [
     ("ackreq", 1), ("rtx", 1), ("padcnt", 2),
     ("rqmsn", 16), ("msn", 16), ("va", 64), ("rkey", 32), ("dma_length", 32), ("imm", 32),
     ("payload_length", 16), ("ext", EXT_WIDTH), ("trimmed", 1), ("error", 4),
-], doc="The receive parser's metadata record, one per frame, beside the payload.")
+    ("access_ok", 1), ("probe_id", 16),
+], doc="""The receive parser's metadata record, one per frame that passed the receive checks (a
+data frame, trimmed or not, or a reliability probe; rtl/rx_parser.py), beside the payload:
+header fields as received, `ev` = UDP source port << 16 | outer Flow Label[15:0], `ecn` and
+`dscp` of the outer header, `payload_length` without pad (0 for trimmed frames and probes),
+`ext` = the extension headers present (wire order), `trimmed` = a data frame with outer DSCP
+TRIMMED or TRIMMED_LASTHOP (no payload, ICRC not checked), `access_ok` = the R_Key names a
+memory region that holds [VA, VA + payload_length), `probe_id` = the PETH's for a probe;
+`error` is 0 (frames that fail a check are not emitted).""")
 
 
 class EvEvent:
@@ -218,6 +226,15 @@ slot, its EV and the rotation position it was found at (models/spray.py `Choice`
 and every other field but `qpn` 0 when nothing is choosable (the packet waits) or the QP is not
 configured.""")
 
+# --- Path building and plane splitter (rtl/tx_path.py, rtl/plane_splitter.py) -------------------
+
+PLANE_FRAME = Record("plane_frame", [
+    ("plane", 4), ("frame_bytes", 16), ("data", 1), ("send", SEND_RECORD.width),
+], doc="""One per frame, from path building to the plane splitter, in frame order: the frame's
+`plane` (its EV's plane), its length in bytes (ICRC included), and for a data frame (`data` = 1)
+its `send_record` (packed), sent again with `flushed` = 1 if the plane goes down before the frame
+leaves (profile 4.6); for a control frame `send` holds only `qpn`, `ev` and `plane`.""")
+
 # --- Receive tracker (rtl/rx_tracker.py) ----------------------------------------------------------
 
 RX_EVENT = Record("rx_event", [
@@ -254,6 +271,15 @@ class RxVerdict:
     DROPPED = 8
 
 
+# --- Direct placement (rtl/placement.py) -----------------------------------------------------------
+
+PLACE_COMMAND = Record("place_command", [("va", 64), ("length", 16), ("place", 1)],
+                       doc="""One per frame given to the placement stage, in frame order: the
+payload's first byte goes to `va` (RETH), `length` payload bytes without pad; `place` = 1 writes
+them (the receive tracker's `placed`), 0 consumes and discards them. A command with `length` 0
+owns no payload beats.""")
+
+
 ALL_RECORDS = (TX_HEADER, TX_PACKET, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
                CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META,
-               SPRAY_REQUEST, SPRAY_ANSWER, RX_EVENT, RX_VERDICT)
+               SPRAY_REQUEST, SPRAY_ANSWER, PLANE_FRAME, RX_EVENT, RX_VERDICT, PLACE_COMMAND)

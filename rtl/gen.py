@@ -41,6 +41,16 @@ TOPS = {
     "spray_scheduler": top("rtl.spray_scheduler", "SprayScheduler", n_qps=4, n_planes=4,
                            slots=4, backups=4),
     "rx_tracker": top("rtl.rx_tracker", "RxTracker", n_qps=4, mpr=1024, wimm_max=16),
+    "tx_path": top("rtl.tx_path", "TxPath"),
+    "plane_splitter": top("rtl.plane_splitter", "PlaneSplitter"),
+    "tx_engine": top("rtl.tx_engine", "TxEngine"),
+    "segmenter": top("rtl.segmenter", "Segmenter", data_width=64),
+    "reliability": top("rtl.reliability", "Reliability", n_qps=4, ring=64, probe_entries=8,
+                       wr_depth=16, timer_bits=10),
+    "placement": top("rtl.placement", "Placement", data_width=64),
+    "rx_front": top("rtl.rx_front", "RxFront", n_planes=8, data_width=64),
+    "rx_engine": top("rtl.rx_engine", "RxEngine", n_planes=8, data_width=64),
+    "selftest": top("rtl.selftest", "SelfTest", data_width=64, ports=2, passes=3),
 }
 
 

@@ -1,0 +1,227 @@
+# amaranth: UnusedElaboratable=no
+"""``make fpga BOARD=<board>``: the self-test core (``rtl/selftest.py``) on an open board.
+
+    python -m fpga.boards <board> [<board> ...] [--clk-mhz F]
+    python -m fpga.boards --list
+
+Each board has a thin top (:class:`BoardTop`): its oscillator into a PLL that makes the core
+clock (the 125 MHz target is not met by the header inserter on ECP5 speed 6, so the ECP5 boards
+run the core at 62.5 MHz, where it closes timing; ``--clk-mhz`` asks for another), the core
+held in reset until the PLL locks, a button that injects one error (debounced),
+the LEDs and the UART report line where the board has them. The core's parameters per board are
+in :data:`BOARDS` (sized to fit). The build goes through amaranth-boards and the YoWASP tools
+(``scripts/env.sh`` names them) into ``build/fpga/<board>/``; nextpnr's report and Yosys's cell
+counts land there too, and :func:`build` returns the numbers (``result.json``).
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
+
+from fpga.pll import ecp5_pll_instance, ice40_pll_instance
+from rtl.selftest import SelfTest
+from tb.common.runner import BUILD
+
+__all__ = ["Board", "BOARDS", "BoardTop", "build", "build_dir", "main"]
+
+
+@dataclass(frozen=True)
+class Board:
+    """One board: its amaranth-boards platform, the core clock and the core's parameters."""
+    platform: str               # "module:Class" in amaranth_boards
+    family: str                 # "ecp5" or "ice40"
+    clk_mhz: float              # core clock asked of the PLL
+    core: dict = field(default_factory=dict)   # SelfTest parameters (clk_hz is added)
+    leds: str = "leds"          # how the status is shown: leds, rgb, red_green, single
+    uart: bool = True           # the report goes out on the board's "uart" resource
+    button: tuple = ("button", 0)   # the resource that injects an error
+    note: str = ""
+
+
+BOARDS = {
+    "ulx3s": Board("amaranth_boards.ulx3s:ULX3S_85F_Platform", "ecp5", 62.5,
+                   dict(data_width=64, ports=2, passes=3, max_payload=1024, window=4),
+                   button=("button_fire", 0),
+                   note="LFE5U-85F: switch of 2 ports, 3 crossings per frame"),
+    "orangecrab": Board("amaranth_boards.orangecrab_r0_2:OrangeCrabR0_2_85FPlatform", "ecp5",
+                        62.5, dict(data_width=64, ports=2, passes=3, max_payload=1024,
+                                    window=4),
+                        leds="rgb", uart=False,
+                        note="LFE5U-85F (speed 8); no UART: status on the RGB LED"),
+    "colorlight": Board("amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
+                        "ecp5", 62.5, dict(data_width=64, ports=2, passes=2, max_payload=512,
+                                            window=2),
+                        leds="single", uart=False,
+                        note="LFE5U-25F; its UART pins are its LED and button"),
+    "icebreaker": Board("amaranth_boards.icebreaker:ICEBreakerPlatform", "ice40", 24.0,
+                        dict(data_width=64, ports=0, passes=0, max_payload=64, window=2),
+                        leds="red_green",
+                        note="iCE40 UP5K: no switch (its queues alone need 96 EBR, the UP5K "
+                             "has 30); frames looped back through a FIFO"),
+}
+
+_DEBOUNCE_BITS = 20         # a press injects once per 2^20 cycles at most (8 ms at 125 MHz)
+
+
+class BoardTop(Elaboratable):
+    """The pin-and-clock top of ``board`` (a :class:`Board`) around the self-test core, its
+    clock ``clk_mhz`` (default: the board's)."""
+
+    def __init__(self, board, clk_mhz=None):
+        self.board = board
+        self.clk_mhz = board.clk_mhz if clk_mhz is None else clk_mhz
+        self.core = SelfTest(clk_hz=int(self.clk_mhz * 1e6), **board.core)
+
+    def elaborate(self, platform):
+        board = self.board
+        m = Module()
+        m.domains.sync = cd_sync = ClockDomain("sync")
+        lock = Signal()
+        clk_res = platform.lookup(platform.default_clk)
+        f_in = clk_res.clock.frequency / 1e6
+        if board.family == "ecp5":
+            clk_in = platform.request(platform.default_clk, dir="i").i
+            m.submodules.pll, settings = ecp5_pll_instance(f_in, self.clk_mhz, clk_in, lock)
+        else:
+            pad = platform.request(platform.default_clk, dir="-").io
+            m.submodules.pll, settings = ice40_pll_instance(f_in, self.clk_mhz, pad, lock)
+        self.f_core = settings["f_out"]
+        platform.add_clock_constraint(cd_sync.clk, self.f_core * 1e6)
+        m.submodules.reset_sync = ResetSynchronizer(~lock, domain="sync")
+
+        m.submodules.core = core = self.core
+        m.d.comb += core.enable.eq(1)
+
+        # The inject button: synchronised, one pulse per press (and per debounce interval).
+        button = platform.request(*board.button).i
+        pressed = Signal()
+        m.submodules.button_sync = FFSynchronizer(button, pressed)
+        was = Signal()
+        quiet = Signal(_DEBOUNCE_BITS)
+        m.d.sync += was.eq(pressed)
+        with m.If(quiet != 0):
+            m.d.sync += quiet.eq(quiet + 1)
+        m.d.comb += core.inject.eq(pressed & ~was & (quiet == 0))
+        with m.If(core.inject):
+            m.d.sync += quiet.eq(1)
+
+        ok = core.frames_ok
+        beat = ok[21]                       # toggles every 2^21 good frames
+        if board.leds == "leds":
+            leds = [platform.request("led", i).o for i in range(8)]
+            m.d.comb += [leds[0].eq(core.passed), leds[1].eq(core.failed),
+                         leds[2].eq(core.ready)]
+            m.d.comb += [led.eq(ok[16 + i]) for i, led in enumerate(leds[3:])]
+        elif board.leds == "rgb":
+            rgb = platform.request("rgb_led", 0)
+            m.d.comb += [rgb.g.o.eq(core.passed & beat), rgb.r.o.eq(core.failed),
+                         rgb.b.o.eq(~core.ready)]
+        elif board.leds == "red_green":
+            m.d.comb += [platform.request("led_g", 0).o.eq(core.passed & beat),
+                         platform.request("led_r", 0).o.eq(core.failed)]
+        else:
+            fast = Signal(24)
+            m.d.sync += fast.eq(fast + 1)
+            # slow blink: passing; fast blink: failed; steady: waiting
+            m.d.comb += platform.request("led", 0).o.eq(
+                (core.passed & beat) | (core.failed & fast[22]) |
+                (~core.passed & ~core.failed))
+        if board.uart:
+            m.d.comb += platform.request("uart", 0).tx.o.eq(core.uart_tx)
+        return m
+
+
+def build_dir(board):
+    return BUILD / "fpga" / board
+
+
+def _platform(board):
+    import importlib
+
+    module, cls = board.platform.split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def build(name, out=None, clk_mhz=None):
+    """Build the bitstream of board ``name``; returns (and writes to ``result.json``) the numbers:
+    ``status``, ``bitstream``, ``lut4``/``ff``/``bram`` (Yosys), ``logic``/``bram_used``
+    (nextpnr, used and available), ``fmax_mhz``, ``target_mhz``, ``build_s``, ``config``."""
+    from fpga import flow
+
+    board = BOARDS[name]
+    out = build_dir(name) if out is None else out
+    out.mkdir(parents=True, exist_ok=True)
+    platform = _platform(board)
+    top = BoardTop(board, clk_mhz)
+    speed = getattr(platform, "speed", None)
+    result = {"board": name,
+              "device": f"{platform.device}{f'-{speed}' if speed else ''} {platform.package}",
+              "config": f"SelfTest({', '.join(f'{k}={v!r}' for k, v in board.core.items())})",
+              "note": board.note}
+    t0 = time.time()
+    try:
+        platform.build(top, name="top", build_dir=str(out), do_program=False,
+                       script_after_synth="tee -q -o top.stat.json stat -json",
+                       nextpnr_opts="--report top.report.json")
+        result["status"] = "built"
+    except subprocess.CalledProcessError as exc:    # a failed build is a result too
+        result["status"] = "failed"
+        result["message"] = f"the build script exited with {exc.returncode}; see {out}/top.tim"
+    result["build_s"] = round(time.time() - t0, 1)
+    result["target_mhz"] = round(top.f_core, 3) if hasattr(top, "f_core") else top.clk_mhz
+    device = flow.DEVICES[board.family]
+    stat = out / "top.stat.json"
+    if stat.exists():
+        summary = flow.yosys_summary(json.loads(stat.read_text()), device, "top")
+        result.update(lut4=summary["lut4"], ff=summary["ff"], bram=summary["bram"])
+    report = out / "top.report.json"
+    log = (out / "top.tim").read_text(errors="replace") if (out / "top.tim").exists() else ""
+    report_json = json.loads(report.read_text()) if report.exists() else None
+    result.update(flow.nextpnr_summary(report_json, log, device))
+    if report_json is not None:
+        fmax = report_json.get("fmax", {})
+        core_clk = [v for k, v in fmax.items() if "sync" in k or "pll" in k.lower()]
+        if core_clk:
+            result["fmax_mhz"] = round(core_clk[0]["achieved"], 2)
+    bitstream = out / ("top.bin" if board.family == "ice40" else "top.bit")
+    if bitstream.exists() and result["status"] == "built":
+        result["bitstream"] = str(bitstream)
+        result["bitstream_bytes"] = bitstream.stat().st_size
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("boards", nargs="*", metavar="BOARD", help=f"any of {sorted(BOARDS)}")
+    ap.add_argument("--list", action="store_true", help="list the boards and exit")
+    ap.add_argument("--clk-mhz", type=float, help="core clock instead of the board's")
+    args = ap.parse_args(argv)
+    if args.list or not args.boards:
+        for name, board in BOARDS.items():
+            print(f"{name:12} {board.family} {board.clk_mhz:g} MHz  {board.note}")
+        return 0 if args.list else 2
+    unknown = [b for b in args.boards if b not in BOARDS]
+    if unknown:
+        ap.error(f"unknown board(s) {unknown}; known: {sorted(BOARDS)}")
+    t0 = time.time()
+    failed = []
+    for name in args.boards:
+        res = build(name, clk_mhz=args.clk_mhz)
+        print(json.dumps(res, indent=1), flush=True)
+        print(f"fpga: {name} {res['status']} in {res['build_s']:.0f} s", flush=True)
+        if res["status"] != "built":
+            failed.append(name)
+    print(f"fpga: {len(args.boards) - len(failed)} of {len(args.boards)} boards built in "
+          f"{time.time() - t0:.0f} s (wall)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+# amaranth: UnusedElaboratable=no
+"""``make report``: LUT4, FF, block RAM and Fmax of every top block and every board build.
+
+For every entry of :data:`rtl.gen.TOPS` (W = 64, default sizes), plus the reduced
+configurations of :data:`EXTRA` (where a default does not fit), it runs :func:`fpga.flow.run`:
+Yosys and nextpnr out of context on the ECP5 LFE5U-85F
+(speed 6, CABGA381, 125 MHz target) and, when the ECP5 numbers leave it a chance, on the iCE40
+UP5K (SG48). Then it builds every board of :data:`fpga.boards.BOARDS` (``make fpga``) and
+reads its numbers. Results go to ``fpga/results.json`` and ``fpga/results.md``, and the table
+replaces the one in README.md between its FPGA markers.
+
+    python -m fpga.report [--targets switch,un_stage] [--devices ecp5,ice40] [--boards ulx3s]
+                          [--jobs 2] [--collect]
+
+Builds run at most ``--jobs`` at a time (default 2), largest first; each is cached in
+``build/fpga/report/<target>-<device>/`` by the hash of its Verilog and commands, so a second run
+redoes only what changed. ``--collect`` runs nothing and tabulates the cached results.
+"""
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+from fpga import boards, flow
+from rtl.gen import TOPS, top
+from tb.common.runner import BUILD, ROOT
+
+__all__ = ["targets", "EXTRA", "measure", "table", "main"]
+
+# Configurations beside rtl.gen.TOPS: name -> (Verilog top name, factory).
+EXTRA = {
+    # The default switch needs 304 DP16KD (K = 4 ports, 32 KB data and 64 KB control queue and a
+    # 16 KB ingress FIFO per port, each 256 bits wide); the LFE5U-85F has 208.
+    "switch_k4_16k": ("switch", top("rtl.switch", "Switch", ports=4, data_width=64,
+                                    data_limit=16384, ingress_bytes=8192)),
+}
+
+OUT_JSON = ROOT / "fpga" / "results.json"
+OUT_MD = ROOT / "fpga" / "results.md"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- FPGA:BEGIN -->", "<!-- FPGA:END -->"
+REPORT_DIR = BUILD / "fpga" / "report"
+# iCE40 UP5K: 5280 logic cells, 30 EBR of 4 kbit; a DP16KD holds 18 kbit.
+UP5K_CELLS = 5280
+UP5K_BRAM_KBIT = 30 * 4
+
+
+def targets():
+    """``{name: (Verilog top, factory)}``: every TOPS entry, then :data:`EXTRA`."""
+    out = {name: (name, factory) for name, factory in TOPS.items()}
+    out.update(EXTRA)
+    return out
+
+
+def ice40_chance(ecp5):
+    """None if the block may fit the UP5K judging by its ECP5 synthesis, else the reason not."""
+    if ecp5.get("lut4") is None:
+        return "not attempted: the ECP5 synthesis failed"
+    if ecp5["lut4"] > UP5K_CELLS or ecp5["ff"] > UP5K_CELLS:
+        return (f"not attempted: {ecp5['lut4']} LUT4 and {ecp5['ff']} FF on ECP5; the UP5K has "
+                f"{UP5K_CELLS} logic cells")
+    if ecp5["bram"] * 18 > UP5K_BRAM_KBIT:
+        return (f"not attempted: {ecp5['bram']} DP16KD ({ecp5['bram'] * 18} kbit) on ECP5; the "
+                f"UP5K has {UP5K_BRAM_KBIT} kbit of EBR")
+    return None
+
+
+def _block_job(name, top_name, factory, devices):
+    from tb.common.runner import write_verilog
+
+    vdir = REPORT_DIR / name
+    vpath = write_verilog(factory(), top_name, vdir / f"{top_name}.v")
+    text = vpath.read_text()
+    rows = []
+    ecp5 = None
+    for key in devices:
+        device = flow.DEVICES[key]
+        row = {"kind": "block", "target": name, "top": top_name,
+               "config": factory.description, "device_key": key}
+        reason = ice40_chance(ecp5) if key == "ice40" and ecp5 is not None else None
+        if reason:
+            rows.append(dict(row, device=device.name, status="not attempted", message=reason))
+            continue
+        t0 = time.time()
+        print(f"report: {name} on {device.name} ...", flush=True)
+        res = flow.run(text, top_name, device, REPORT_DIR / f"{name}-{key}")
+        print(f"report: {name} on {device.name}: {res['status']}"
+              f"{' (cached)' if res['cached'] else ''} in {time.time() - t0:.0f} s", flush=True)
+        res.pop("key", None)
+        rows.append(dict(row, **res))
+        if key == "ecp5":
+            ecp5 = res
+    return rows
+
+
+def _board_job(board):
+    print(f"report: board {board} ...", flush=True)
+    t0 = time.time()
+    res = boards.build(board)
+    print(f"report: board {board}: {res['status']} in {time.time() - t0:.0f} s", flush=True)
+    return [dict(res, kind="board", target=board)]
+
+
+def _safe(job, *args):
+    try:
+        return job(*args)
+    except Exception as exc:     # report the job, go on with the others
+        traceback.print_exc()
+        return [{"kind": "block" if job is _block_job else "board", "target": args[0],
+                 "status": "failed", "message": "".join(
+                     traceback.format_exception_only(exc)).strip()}]
+
+
+# Rough build cost, largest first, so two workers finish together.
+_ORDER = ("rx_tracker", "switch", "switch_k4_16k", "spray_scheduler")
+
+
+def measure(names, devices, board_names, jobs=2):
+    """Run the block builds and board builds, ``jobs`` at a time; returns the rows."""
+    all_targets = targets()
+    names = sorted(names, key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
+    work = [(_block_job, n, *all_targets[n], devices) for n in names]
+    work += [(_board_job, b) for b in board_names]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_safe, *w) for w in work]
+        rows = [r for f in futures for r in f.result()]
+    return rows
+
+
+def collect(names, devices, board_names):
+    """The cached results of earlier runs (nothing is built)."""
+    rows = []
+    for name in names:
+        for key in devices:
+            path = REPORT_DIR / f"{name}-{key}" / "result.json"
+            if path.exists():
+                res = json.loads(path.read_text())
+                res.pop("key", None)
+                rows.append(dict(res, kind="block", target=name, device_key=key,
+                                 config=targets()[name][1].description, top=targets()[name][0]))
+    for board in board_names:
+        path = boards.build_dir(board) / "result.json"
+        if path.exists():
+            rows.append(dict(json.loads(path.read_text()), kind="board", target=board))
+    return rows
+
+
+def _used(pair):
+    return "" if not pair else f"{pair[0]}/{pair[1]} ({100 * pair[0] / pair[1]:.0f}%)"
+
+
+def _cell(value):
+    return "" if value is None else str(value)
+
+
+def table(rows):
+    """The Markdown table of ``rows``."""
+    head = ("| target | device | LUT4 | FF | block RAM | logic cells used (nextpnr) | "
+            "Fmax MHz (target) | result | build s |\n|---|---|---|---|---|---|---|---|---|\n")
+    body = ""
+    for r in rows:
+        fmax = "" if r.get("fmax_mhz") is None else f"{r['fmax_mhz']:.1f} ({r['target_mhz']})"
+        status = r.get("status", "")
+        if r.get("message") and status != "fits":
+            status += f": {r['message']}"
+        if r.get("wrapper_in_bits"):
+            status += f" (P&R with the {r['wrapper_in_bits']}-bit pin wrapper)"
+        secs = sum(r.get(k) or 0 for k in ("synth_s", "pnr_s", "build_s"))
+        target = r["target"] if r.get("kind") == "block" else f"board {r['target']}"
+        body += (f"| {target} | {r.get('device', '')} | {_cell(r.get('lut4'))} | "
+                 f"{_cell(r.get('ff'))} | {_cell(r.get('bram'))} | {_used(r.get('logic'))} | "
+                 f"{fmax} | {status} | {secs:.0f} |\n")
+    return head + body
+
+
+def _configs(rows):
+    seen = {}
+    for r in rows:
+        if r.get("config"):
+            seen.setdefault(r["target"], r["config"])
+    return "".join(f"- `{name}`: `{cfg}`\n" for name, cfg in seen.items())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", default=",".join(targets()))
+    ap.add_argument("--devices", default=",".join(flow.DEVICES))
+    ap.add_argument("--boards", default=",".join(boards.BOARDS),
+                    help="boards to build (empty: none)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--collect", action="store_true", help="tabulate cached results only")
+    args = ap.parse_args(argv)
+    names = [t for t in args.targets.split(",") if t]
+    devices = [d for d in args.devices.split(",") if d]
+    board_names = [b for b in args.boards.split(",") if b]
+    for kind, given, known in (("target", names, targets()), ("device", devices, flow.DEVICES),
+                               ("board", board_names, boards.BOARDS)):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            sys.exit(f"report: unknown {kind}(s) {unknown}; known: {sorted(known)}")
+    t0 = time.time()
+    rows = collect(names, devices, board_names) if args.collect else \
+        measure(names, devices, board_names, args.jobs)
+    OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
+    md = ("# FPGA results\n\nMeasured by `make report` (`fpga/report.py`): Yosys 0.70 and "
+          "nextpnr 0.11.1 (YoWASP). Blocks: out of context, W = 64. ECP5: LFE5U-85F speed 6 "
+          "CABGA381, `nextpnr-ecp5 --out-of-context`, 125 MHz target. iCE40: UP5K SG48 "
+          "through a 4-pin wrapper (inputs shifted in, outputs XOR-reduced), 48 MHz target. "
+          "LUT4 and FF: Yosys, the block alone (ECP5 LUT4 counts a CCU2C as two). Block RAM: "
+          "DP16KD (ECP5) or EBR (iCE40). Boards: `make fpga BOARD=<board>`, whole design with "
+          "pins and PLL.\n\n" + table(rows) + "\nConfigurations:\n\n" + _configs(rows))
+    OUT_MD.write_text(md)
+    print(table(rows))
+    if README.exists():
+        text = README.read_text()
+        if BEGIN in text and END in text:
+            pre, rest = text.split(BEGIN, 1)
+            _, post = rest.split(END, 1)
+            README.write_text(pre + BEGIN + "\n" + table(rows) + END + post)
+    print(f"report: wrote {OUT_JSON.relative_to(ROOT)} and {OUT_MD.relative_to(ROOT)} "
+          f"in {time.time() - t0:.0f} s")
+    failed = [r["target"] for r in rows if r.get("status") == "failed"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,840 @@
+"""Model NICs of the fabric model: MRC senders and receivers at packet level (profile 2, 4, 5).
+
+A :class:`Nic` is one host's NIC engine: one port per plane, sender QPs and receiver QPs (each
+numbered from 0 at its NIC; a data packet carries the receiver's QPN, its SACKs and NACKs the
+sender's).
+
+**Sender.** Work requests (RDMA Writes) are cut into packets of at most PMTU bytes (opcodes
+FIRST/MIDDLE/LAST/ONLY, AckReq on the last, RETH in every packet, profile 1.4-1.5). QPs are
+served round-robin (:func:`models.spray.serve_qp`: a retransmission first, a new PSN only below
+the PSN limit), and each packet's plane and EV come from the NIC's :class:`models.spray.EvTable`
+(profile 4.3), asked with the planes that are up and have room in their port FIFO
+(``port_fifo`` frames). The NIC's :class:`models.reliability.Reliability` block (profile 5) gets
+a SEND_RECORD per packet sent or flushed, every SACK and NACK, the EV_MARKED answers, the work
+request taps and the ticks; its output records drive the rest: RETX_REQUEST (a retransmission,
+never on the EV to avoid), PSN_LIMIT, RETIRE, COMPLETION, EV_EVENT (applied to the EV table; BAD
+answered by EV_MARKED) and probes. The host keeps at most ``wr_depth`` work requests posted per
+QP (the block's work-request FIFO) and posts the next as one completes.
+
+ECMP baseline (``transport = "ecmp"``): the same sender, but each QP is pinned to one path:
+it uses one NIC port, and its T1 is fixed at set-up by a hash of its addresses and ports as an
+ECMP switch picks an uplink (:func:`ecmp_path`). A flow uses one QP per plane, which share its
+window (``w_max`` / P each). It has no EV table: EV events change nothing (BAD is answered with
+no EV marked) and a retransmission goes on the same path (there is no other).
+
+**Receiver.** Every data packet and probe of a QP goes to its
+:class:`models.rx_tracker.RxTracker` (the checks of profile 5 after the frame's shape and ICRC),
+placed payload is written to the QP's memory region (bytes mode: the bytes at their VA; light
+mode: the count), and the SACKs and NACKs it produces go back on the reverse path of the packet
+they answer (profile 4.5), as do probe answers.
+
+**Ports.** A NIC port sends control frames (SACK, NACK, probes) before data frames; data frames
+wait in a FIFO of ``port_fifo`` frames. A port that goes down (profile 4.6) leaves the EV table's
+rotation at once; its FIFO is flushed (each data packet in it is reported with ``flushed`` = 1,
+and the reliability block requests it again at once, no EV change, no retry charge) and its
+control frames are dropped and counted.
+
+In bytes mode every frame is built by :mod:`models.packets` (``build_frame``, with its ICRC),
+read back by ``parse_frame`` at the receiver, and feedback reaches the reliability block as the
+FEEDBACK_RECORD of the frame. In light mode the same fields travel without bytes and the parsed
+SACK or NACK goes to the block's SACK or NACK step directly (:class:`FastReliability`, checked
+against the record path by the tests). Nothing here imports cocotb, Amaranth or scapy.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+from hashlib import blake2b
+
+from .fabric_net import PS_PER_US, Packet
+from .fabric_topology import nic_address, plane_address, port_mac
+from .layouts import Dscp, Ecn, HOP_LIMIT_DEFAULT, Opcode, PETH
+from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length,
+                      nack_packet, parse_frame, probe_packet, sack_packet)
+from .records import CompletionStatus, EvEvent, ext_to_int, int_to_ext
+from .reliability import STREAMS, QpConfig, Reliability
+from .rx_tracker import Arrival, Probe, RxTracker, Verdict, psn_add, psn_diff
+from .spray import Choice, EvTable, ev_marked_records, make_ev, serve_qp
+from .tick import TICK_NS
+
+__all__ = ["MRC", "ECMP", "TRANSPORTS", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
+           "ecmp_path", "draw_ev_sets", "TICK_PS", "COUNTERS"]
+
+MRC = "mrc"
+ECMP = "ecmp"
+TRANSPORTS = (MRC, ECMP)
+TICK_PS = TICK_NS * 1000
+RKEY_BASE = 0x100
+VA_BASE = 1 << 40
+SACK_BYTES = frame_length(Opcode.SACK, 0)
+NACK_BYTES = frame_length(Opcode.NACK, 0)
+PROBE_BYTES = frame_length(Opcode.PROBE, 0)
+_DATA = frozenset((Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST,
+                   Opcode.WRITE_ONLY))
+_ACKREQ = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_ONLY))
+
+COUNTERS = ("data_sent", "data_bytes_sent", "retransmitted", "retx_retired", "flushed",
+            "sacks_sent", "nacks_sent", "probes_sent", "probe_answers", "sacks_received",
+            "nacks_received",
+            "placed", "duplicates", "trimmed_received", "ce_received", "out_of_window",
+            "ev_skip", "ev_bad", "ev_marked", "ev_recovered", "control_dropped_port_down",
+            "dropped_malformed", "dropped_unknown_qp", "qp_errors")
+
+
+@dataclass(frozen=True)
+class NicConfig:
+    """Parameters of every model NIC (profile defaults unless noted).
+
+    ``pmtu`` payload bytes per packet; ``slots`` A and ``backup`` B of the EV sets and
+    ``ev_min_active`` the floor (profile 4.2, 4.4); ``w_max`` and ``mpr`` the windows (5);
+    ``timeout_k`` (timeout = 2^k ticks of 1.024 us), ``retry_limit`` and ``probe_period`` (ticks)
+    of the reliability block, whose probe list has ``probe_entries`` entries and whose
+    work-request FIFO holds ``wr_depth`` per QP; ``port_fifo`` frames a plane port holds (profile
+    choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline.
+    """
+    pmtu: int = 4096
+    slots: int = 16
+    backup: int = 8
+    ev_min_active: int = 4
+    w_max: int = 64
+    mpr: int = 1024
+    timeout_k: int = 6
+    retry_limit: int = 7
+    probe_period: int = 64
+    probe_entries: int = 64
+    wr_depth: int = 16
+    port_fifo: int = 2
+    transport: str = MRC
+
+    def __post_init__(self):
+        if self.pmtu not in (256, 512, 1024, 2048, 4096):
+            raise ValueError(f"nic: pmtu must be a power of two from 256 to 4096, not {self.pmtu}")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"nic: transport must be one of {TRANSPORTS}, not {self.transport!r}")
+        for name, low, high in (("slots", 1, 256), ("backup", 0, 256), ("ev_min_active", 0, 4096),
+                                ("w_max", 1, 1 << 15), ("mpr", 128, 1 << 14),
+                                ("timeout_k", 0, 15), ("retry_limit", 1, 15),
+                                ("probe_period", 1, 1 << 20), ("probe_entries", 1, 4096),
+                                ("wr_depth", 1, 1 << 16), ("port_fifo", 1, 1024)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"nic: {name} must be an integer {low}..{high}, not {value!r}")
+        if self.slots & (self.slots - 1) or self.mpr & (self.mpr - 1):
+            raise ValueError("nic: slots and mpr must be powers of two")
+
+    @property
+    def timeout_us(self):
+        return (1 << self.timeout_k) * TICK_NS / 1000
+
+    def qp_config(self, share=1):
+        """The reliability block's per-QP registers; ``share`` QPs carry one flow (the ECMP
+        baseline: one per plane) and split its window ``w_max`` between them, so a flow has as
+        many bytes in flight under either transport."""
+        return QpConfig(w_max=max(1, self.w_max // share), mpr=self.mpr,
+                        timeout_exp=self.timeout_k, retry_limit=self.retry_limit,
+                        probe_period=self.probe_period)
+
+    def timer_bits(self):
+        """Timer width of the reliability block: every deadline (timeout, probe period) fits."""
+        return max(10, self.timeout_k + 2, self.probe_period.bit_length() + 1)
+
+
+class Message:
+    """One work request: ``length`` bytes from offset ``offset`` of the flow's buffer to the same
+    offset of the receiver QP's region; its PSNs start at ``first_psn`` (set when it is cut)."""
+
+    __slots__ = ("req_id", "length", "offset", "first_psn", "packets")
+
+    def __init__(self, req_id, length, offset, pmtu):
+        self.req_id = req_id
+        self.length = length
+        self.offset = offset
+        self.packets = max(1, -(-length // pmtu))
+        self.first_psn = None
+
+
+class Flow:
+    """The traffic of one (sender, receiver) pair: its QPs (one for MRC, one per plane for the
+    ECMP baseline, as ``(sender QPN, receiver QPN)``), messages, and the measurements of
+    metrics.md (times in ps). ``buffer`` holds the bytes sent in bytes mode."""
+
+    def __init__(self, fid, src, dst, sizes, start_ps=0):
+        self.fid = fid
+        self.src = src
+        self.dst = dst
+        self.sizes = tuple(sizes)
+        self.start = start_ps
+        self.total_bytes = sum(self.sizes)
+        self.qps = []
+        self.buffer = None
+        self.first_sent = None
+        self.last_placed = None
+        self.placed_bytes = 0
+        self.completed = 0
+        self.errors = 0
+
+    @property
+    def messages(self):
+        return len(self.sizes)
+
+    @property
+    def done(self):
+        return self.completed + self.errors >= self.messages
+
+    def goodput_gbps(self):
+        """Payload bytes placed x 8 / (first packet sent to last byte placed), in Gb/s."""
+        if self.first_sent is None or self.last_placed is None or \
+                self.last_placed <= self.first_sent:
+            return 0.0
+        return self.placed_bytes * 8 / ((self.last_placed - self.first_sent) / 1000)
+
+
+def ecmp_path(src, dst, sport, t1s, plane):
+    """The T1 an ECMP switch of ``plane`` hashes a QP to: a hash of the inner addresses, the UDP
+    ports and the plane, modulo the number of T1s. The hash is BLAKE2b, a uniform one: a CRC of
+    these few varying bits (linear) reaches only some T1s, which would make the baseline look
+    worse than ECMP with a good hash does."""
+    key = nic_address(src).to_bytes(16, "big") + nic_address(dst).to_bytes(16, "big") + \
+        sport.to_bytes(2, "big") + (4791).to_bytes(2, "big") + bytes([plane])
+    return int.from_bytes(blake2b(key, digest_size=4).digest(), "big") % t1s
+
+
+def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
+    """A controller's EV sets for one QP (profile 4.2): per plane, ``slots`` EVs on distinct T1s
+    as far as there are T1s (slot i on T1 ``(offset + i) mod T``, shuffled), ``backup`` more for
+    the pool on the T1s that follow, every EV with its own random salt; under one T0 every EV has
+    j = 0 (the path is the plane). Also one non-zero LFSR seed per plane.
+    Returns ``(evs, seeds, pools)`` for :meth:`models.spray.EvTable.configure_qp`."""
+    evs, pools, seeds = [], [], []
+    for p in range(planes):
+        offset = rng.randrange(t1s)
+        js = [0 if same_t0 else (offset + i) % t1s for i in range(slots + backup)]
+        active = js[:slots]
+        rng.shuffle(active)
+        salts = rng.sample(range(1, 1 << 20), slots + backup)
+        plane_evs = [make_ev(p, j, salt) for j, salt in zip(active + js[slots:], salts)]
+        evs.append(plane_evs[:slots])
+        pools.append(plane_evs[slots:])
+        seeds.append(rng.randrange(1, 1 << 16))
+    return evs, seeds, pools
+
+
+class FastReliability(Reliability):
+    """The reliability block with two more entry points for light mode: a SACK or NACK given as
+    the parsed :class:`models.rx_tracker.Sack` or :class:`models.rx_tracker.Nack` instead of the
+    FEEDBACK_RECORD bytes. Each does exactly what :meth:`Reliability.feedback` does after
+    unpacking the record (tests/test_fabric.py checks the outputs are the same)."""
+
+    def sack(self, qpn, sack):
+        qp = self._active(qpn)
+        if qp is None:
+            self.counters["fb_dropped"] += 1
+            return
+        self._sack(qpn, qp, sack)
+
+    def nack(self, qpn, nack):
+        qp = self._active(qpn)
+        if qp is None:
+            self.counters["fb_dropped"] += 1
+            return
+        self._nack(qpn, qp, nack.reason, nack.psn, nack.ev)
+
+
+class SendQp:
+    """Sender state of one QP kept by the transmit side (the reliability block holds the rest)."""
+
+    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, ecmp=None):
+        self.qpn = qpn
+        self.peer = peer
+        self.peer_qpn = peer_qpn
+        self.flow = flow
+        self.next_psn = start_psn
+        self.psn_limit = start_psn
+        self.backlog = deque()         # messages not posted yet (the host's queue)
+        self.posted = 0                # work requests posted and not completed
+        self.messages = deque()        # posted, not yet fully cut into packets
+        self.offset = 0                # into messages[0]
+        self.by_psn = {}               # psn -> (message, offset, length, opcode) until retired
+        self.by_req = {}
+        self.retx = deque()            # (psn, avoid_ev)
+        self.ecmp = ecmp               # (plane, ev) of an ECMP QP
+        self.error = False
+
+
+class RecvQp:
+    """Receiver state of one QP: the receive tracker and the memory region (VA ``base``,
+    ``size`` bytes, R_Key ``rkey``)."""
+
+    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, mpr, size, bytes_mode):
+        self.qpn = qpn
+        self.peer = peer
+        self.peer_qpn = peer_qpn
+        self.flow = flow
+        self.tracker = RxTracker(psn_add(start_psn, -1), mpr=mpr)
+        self.rkey = region_rkey(qpn)
+        self.base = region_base(qpn)
+        self.size = size
+        self.memory = bytearray(size) if bytes_mode else None
+        self.placed_bytes = 0
+
+
+def region_base(qpn):
+    """The VA of receiver QP ``qpn``'s memory region."""
+    return VA_BASE * (qpn + 1)
+
+
+def region_rkey(qpn):
+    return RKEY_BASE + qpn
+
+
+class NicPort:
+    """One plane port: control frames first, then a FIFO of ``capacity`` data frames."""
+
+    def __init__(self, nic, plane, capacity):
+        self.nic = nic
+        self.plane = plane
+        self.capacity = capacity
+        self.control = deque()
+        self.data = deque()
+        self.up = True
+        self.wire = None
+
+    def room(self):
+        return self.up and len(self.data) < self.capacity
+
+    def pull(self):
+        if self.control:
+            return self.control.popleft()
+        if self.data:
+            return self.data.popleft()
+        return None
+
+    def sent(self):
+        """The wire took a frame: the FIFO may have room for the scheduler."""
+        if len(self.data) < self.capacity:
+            self.nic.schedule()
+
+    def waiting(self):
+        return bool(self.control or self.data)
+
+
+class Nic:
+    """One host's model NIC (see the module docstring). ``network`` is a
+    :class:`models.fabric_net.Network`; ``send_qps`` the number of sender QPs it will have;
+    ``bytes_mode`` builds and parses real frames; ``bin_ps`` the bin of its goodput timeline."""
+
+    def __init__(self, host, network, config, send_qps=1, bytes_mode=False,
+                 bin_ps=10 * PS_PER_US):
+        self.host = host
+        self.network = network
+        self.topology = topo = network.topology
+        self.loop = network.loop
+        self.config = config
+        self.bytes_mode = bytes_mode
+        self.ecmp = config.transport == ECMP
+        self.t0 = topo.t0_of(host)
+        self.ports = [NicPort(self, p, config.port_fifo) for p in range(topo.planes)]
+        network.attach(host, self, self.ports)
+        for p, port in enumerate(self.ports):
+            port.wire = network.host_wire(host, p)
+        self.table = EvTable(topo.planes, topo.t1s, slots=config.slots, backup=config.backup,
+                             ev_min_active=config.ev_min_active)
+        self.reliability = FastReliability(
+            n_qps=max(1, send_qps), ring=min(config.w_max, config.mpr),
+            probe_entries=config.probe_entries, wr_depth=config.wr_depth,
+            timer_bits=config.timer_bits())
+        self._handlers = tuple(zip(STREAMS, (self._on_retx, self._on_limit, self._on_retire,
+                                             self._on_completion, self._on_ev, self._on_control)))
+        self.send_qps = []
+        self.recv_qps = []
+        self.pointer = 0
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.retx_causes = {}
+        self.ev_log = []               # (time, sender QPN, EV, kind)
+        self.bin_ps = bin_ps
+        self.timeline = {}             # bin -> payload bytes placed
+        self.on_data = None            # hook (nic, packet) called for every data packet sent
+        self._wake_pending = False
+        self._scheduling = False
+        self._carriers = {}            # (EV, peer) -> outer destination
+
+    # --- configuration ---------------------------------------------------------------------------
+
+    def add_send_qp(self, peer, peer_qpn, flow, start_psn, rng, plane=0):
+        """A sender QP towards ``peer``'s receiver QP ``peer_qpn``, its first PSN ``start_psn``;
+        returns its QPN. MRC: its EV sets are drawn from ``rng``. ECMP: it uses NIC port
+        ``plane`` and the T1 of :func:`ecmp_path`."""
+        topo = self.topology
+        cfg = self.config
+        qpn = len(self.send_qps)
+        if qpn >= self.reliability.n_qps:
+            raise ValueError(f"host {self.host}: more sender QPs than the {self.reliability.n_qps} "
+                             f"it was built for")
+        ecmp = None
+        if self.ecmp:
+            sport = 0xC000 | qpn & 0x3FFF
+            j = 0 if topo.same_t0(self.host, peer) else \
+                ecmp_path(self.host, peer, sport, topo.t1s, plane)
+            ecmp = (plane, make_ev(plane, j, sport << 4))
+        else:
+            evs, seeds, pools = draw_ev_sets(rng, topo.planes, topo.t1s, cfg.slots, cfg.backup,
+                                             topo.same_t0(self.host, peer))
+            self.table.configure_qp(qpn, evs, seeds, pools)
+        self.send_qps.append(SendQp(qpn, peer, peer_qpn, flow, start_psn, ecmp))
+        self.reliability.setup(qpn, start_psn,
+                               cfg=cfg.qp_config(topo.planes if self.ecmp else 1))
+        self._drain()
+        return qpn
+
+    def add_recv_qp(self, peer, peer_qpn, flow, start_psn, size):
+        """A receiver QP for ``peer``'s sender QP ``peer_qpn``; returns its QPN."""
+        qpn = len(self.recv_qps)
+        self.recv_qps.append(RecvQp(qpn, peer, peer_qpn, flow, start_psn, self.config.mpr, size,
+                                    self.bytes_mode))
+        return qpn
+
+    def post(self, qpn, message):
+        """The host queues one work request on sender QP ``qpn`` (posted when the QP has fewer
+        than ``wr_depth`` pending)."""
+        qp = self.send_qps[qpn]
+        qp.backlog.append(message)
+        self._post_backlog(qp)
+
+    def _post_backlog(self, qp):
+        while qp.backlog and qp.posted < self.config.wr_depth and not qp.error:
+            message = qp.backlog.popleft()
+            qp.posted += 1
+            qp.messages.append(message)
+            qp.by_req[message.req_id] = message
+            self.reliability.work_request({"qpn": qp.qpn, "req_id": message.req_id})
+            self._drain()
+        self.wake()
+
+    # --- transmit --------------------------------------------------------------------------------
+
+    def wake(self):
+        """Run the scheduler once the current event is over (a port has room, a QP has work)."""
+        if not self._wake_pending:
+            self._wake_pending = True
+            self.loop.at(self.loop.now, self._schedule)
+
+    def _room(self):
+        mask = 0
+        for p, port in enumerate(self.ports):
+            if port.room():
+                mask |= 1 << p
+        return mask
+
+    def _schedule(self, _=None):
+        self._wake_pending = False
+        self.schedule()
+
+    def schedule(self):
+        """Send packets while a port has room and a QP has one ready (profile 4.3). A call made
+        while it runs (a wire took a frame) returns at once: the running loop looks again."""
+        if self._scheduling:
+            return
+        self._scheduling = True
+        try:
+            self._serve()
+        finally:
+            self._scheduling = False
+
+    def _serve(self):
+        """QPs round-robin (:func:`models.spray.serve_qp`): a QP is eligible with a
+        retransmission, or a new packet inside its window, for which a plane with room has a
+        slot it may use. That last condition is learnt by asking the EV table for the choice
+        (it changes nothing when it finds none): a QP it fails for is taken out of this round
+        and the round-robin asked again from the same pointer."""
+        qps = self.send_qps
+        while qps:
+            room = self._room()
+            if not room:
+                return
+            for qp in qps:
+                # A retransmission whose work request completed meanwhile (a late copy was
+                # acknowledged): nothing to resend, its metadata is gone.
+                while qp.retx and qp.retx[0][0] not in qp.by_psn:
+                    qp.retx.popleft()
+                    self.counters["retx_retired"] += 1
+            retx = [bool(qp.retx) and not qp.error for qp in qps]
+            new = [bool(qp.messages) and not qp.error and
+                   psn_diff(qp.psn_limit, qp.next_psn) > 0 for qp in qps]
+            while True:
+                pointer = self.pointer
+                serve, self.pointer = serve_qp(pointer, retx, new, [True] * len(qps))
+                if serve is None:
+                    return
+                qp = qps[serve.qp]
+                avoid = qp.retx[0][1] if serve.retx else None
+                choice = self._choose(qp, room, avoid)
+                if choice is None:
+                    (retx if serve.retx else new)[serve.qp] = False
+                    self.pointer = pointer
+                    continue
+                if serve.retx:
+                    self._send_data(qp, qp.retx.popleft()[0], choice, room, rtx=True)
+                else:
+                    self._send_data(qp, self._segment(qp), choice, room, rtx=False)
+                break
+
+    def _segment(self, qp):
+        """Cut the next new packet of ``qp``; returns its PSN (its metadata is kept by PSN)."""
+        message = qp.messages[0]
+        offset = qp.offset
+        length = min(self.config.pmtu, message.length - offset)
+        first = offset == 0
+        last = offset + length >= message.length
+        if first:
+            message.first_psn = qp.next_psn
+        opcode = Opcode.WRITE_ONLY if first and last else Opcode.WRITE_FIRST if first else \
+            Opcode.WRITE_LAST if last else Opcode.WRITE_MIDDLE
+        psn = qp.next_psn
+        qp.by_psn[psn] = (message, offset, length, opcode)
+        qp.next_psn = psn_add(psn, 1)
+        if last:
+            qp.messages.popleft()
+            qp.offset = 0
+        else:
+            qp.offset = offset + length
+        return psn
+
+    def _choose(self, qp, room, avoid):
+        """The plane and EV of ``qp``'s next packet, or None when it must wait. MRC: the EV
+        table's choice (profile 4.3). ECMP: its one path, when its plane has room."""
+        if qp.ecmp is not None:
+            plane, ev = qp.ecmp
+            return Choice(plane, 0, ev, 0) if room >> plane & 1 else None
+        return self.table.choose(qp.qpn, room, avoid)
+
+    def _send_data(self, qp, psn, choice, room, rtx):
+        message, offset, length, opcode = qp.by_psn[psn]
+        now = self.loop.now
+        packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx)
+        packet.sent = now
+        counters = self.counters
+        counters["data_sent"] += 1
+        counters["data_bytes_sent"] += length
+        if rtx:
+            counters["retransmitted"] += 1
+        if qp.flow.first_sent is None:
+            qp.flow.first_sent = now
+        if self.on_data is not None:
+            self.on_data(self, packet)
+        self.reliability.send({
+            "qpn": qp.qpn, "psn": psn, "ev": choice.ev, "plane": choice.plane,
+            "slot": choice.slot, "req_id": message.req_id, "offset": offset, "length": length,
+            "tick": self.reliability.now, "room_mask": room, "rtx": int(rtx), "flushed": 0,
+            "last": int(offset + length >= message.length)})
+        self._drain()
+        port = self.ports[choice.plane]
+        port.data.append(packet)
+        port.wire.kick()
+
+    def _carrier(self, ev, peer):
+        """The carrier towards ``peer`` on ``ev``: a data packet's path, or the reverse path of
+        a packet from ``peer`` on ``ev`` (profile 4.5 gives the same template), cached."""
+        da = self._carriers.get((ev, peer))
+        if da is None:
+            da = self._carriers[ev, peer] = self.topology.carrier(ev, self.host, peer)
+        return da
+
+    def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx):
+        ev = choice.ev
+        da = self._carrier(ev, qp.peer)
+        va = region_base(qp.peer_qpn) + message.offset + offset
+        frame = None
+        if self.bytes_mode:
+            start = message.offset + offset
+            hdr, payload = data_packet(
+                self._addresses(choice.plane, qp.peer, da), opcode=opcode, ev=ev,
+                dest_qpn=qp.peer_qpn, psn=psn, rqmsn=0, msn=message.req_id & 0xFFFF, va=va,
+                rkey=region_rkey(qp.peer_qpn), dma_length=message.length,
+                payload=qp.flow.buffer[start:start + length], rtx=int(rtx))
+            frame = build_frame(hdr, payload)
+        return Packet(frame_length(opcode, length), da, HOP_LIMIT_DEFAULT,
+                      Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE, Ecn.ECT0, frame,
+                      src=self.host, dst=qp.peer, plane=choice.plane, opcode=opcode,
+                      qpn=qp.peer_qpn, psn=psn, ev=ev, payload=length,
+                      ackreq=int(opcode in _ACKREQ), rtx=int(rtx), info=va)
+
+    def _addresses(self, plane, peer, da):
+        return Addresses(eth_dst=port_mac(plane, 0xFFFF), eth_src=port_mac(plane, self.host),
+                         outer_src=plane_address(plane, self.host), outer_dst=da,
+                         inner_src=nic_address(self.host), inner_dst=nic_address(peer))
+
+    def _send_control(self, opcode, qpn, peer, ev, info):
+        """A SACK, NACK or probe (``info``: its Sack, Nack or probe id) to host ``peer``'s QP
+        ``qpn``, on the path of ``ev``: the reverse path of the packet it answers (4.5) or the
+        EV under test."""
+        plane = ev & 0xF
+        port = self.ports[plane]
+        if not port.up:
+            self.counters["control_dropped_port_down"] += 1
+            return
+        da = self._carrier(ev, peer)
+        frame = None
+        if opcode == Opcode.SACK:
+            size, dscp, ecn = SACK_BYTES, Dscp.CONTROL, Ecn.NOT_ECT
+            if self.bytes_mode:
+                hdr, _ = sack_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
+                                     cack_psn=info.cack_psn, mpr=info.mpr, m=info.m,
+                                     ack_psn_offset=info.ack_psn_offset,
+                                     sack_offset=info.sack_offset, sack_bitmap=info.sack_bitmap,
+                                     pr=info.pr, probe_id=info.probe_id,
+                                     ooo_count=info.ooo_count, placed_256=info.placed_256)
+                frame = build_frame(hdr)
+        elif opcode == Opcode.NACK:
+            size, dscp, ecn = NACK_BYTES, Dscp.CONTROL, Ecn.NOT_ECT
+            if self.bytes_mode:
+                hdr, _ = nack_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
+                                     reason=info.reason, nack_psn=info.psn)
+                frame = build_frame(hdr)
+        else:
+            size, dscp, ecn = PROBE_BYTES, Dscp.TRIMMABLE, Ecn.ECT0
+            if self.bytes_mode:
+                hdr, _ = probe_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
+                                      probe_id=info)
+                frame = build_frame(hdr)
+        port.control.append(Packet(size, da, HOP_LIMIT_DEFAULT, dscp, ecn, frame, src=self.host,
+                                   dst=peer, plane=plane, opcode=opcode, qpn=qpn, ev=ev,
+                                   info=info, sent=self.loop.now))
+        port.wire.kick()
+
+    # --- ports (4.6) -----------------------------------------------------------------------------
+
+    def set_port(self, plane, up):
+        """Bring the NIC's port on ``plane`` up or down (profile 4.6)."""
+        port = self.ports[plane]
+        port.up = bool(up)
+        self.table.set_plane_up(plane, up)
+        if not up:
+            self.counters["control_dropped_port_down"] += len(port.control)
+            port.control.clear()
+            flushed, port.data = port.data, deque()
+            for packet in flushed:
+                self.counters["flushed"] += 1
+                qp = self._sender_of(packet)
+                message, offset, length, _ = qp.by_psn[packet.psn]
+                self.reliability.send({
+                    "qpn": qp.qpn, "psn": packet.psn, "ev": packet.ev, "plane": plane,
+                    "slot": 0, "req_id": message.req_id, "offset": offset, "length": length,
+                    "tick": self.reliability.now, "room_mask": 0, "rtx": packet.rtx,
+                    "flushed": 1, "last": int(offset + length >= message.length)})
+                self._drain()
+        self.wake()
+
+    def _sender_of(self, packet):
+        """The sender QP of a data packet this NIC built (found by its receiver and PSN)."""
+        for qp in self.send_qps:
+            if qp.peer == packet.dst and qp.peer_qpn == packet.qpn:
+                return qp
+        raise ValueError(f"host {self.host}: no sender QP for {packet}")
+
+    # --- receive ---------------------------------------------------------------------------------
+
+    def receive(self, packet, plane):
+        """A packet delivered by the T0 of ``plane``."""
+        if packet.frame is not None and not self._read_frame(packet):
+            return
+        opcode = packet.opcode
+        if opcode in _DATA:
+            self._receive_data(packet)
+        elif opcode == Opcode.PROBE:
+            self._receive_probe(packet)
+        else:
+            self._receive_feedback(packet)
+
+    def _read_frame(self, packet):
+        """Fill the transport fields of a bytes-mode packet from its frame (the shape checks of
+        profile 5, then the ICRC of a frame not trimmed); False when the frame is dropped."""
+        try:
+            parsed = parse_frame(packet.frame, inner_dst=nic_address(self.host))
+        except FrameError:
+            self.counters["dropped_malformed"] += 1
+            return False
+        if not parsed.trimmed and not parsed.icrc_ok:
+            self.counters["dropped_malformed"] += 1
+            return False
+        bth = parsed.bth
+        packet.opcode = opcode = bth["opcode"]
+        if opcode not in _DATA and opcode not in (Opcode.SACK, Opcode.NACK, Opcode.PROBE):
+            self.counters["dropped_malformed"] += 1      # Write-with-Immediate is not modelled
+            return False
+        packet.qpn = bth["dest_qpn"]
+        packet.psn = bth["psn"]
+        packet.ackreq = bth["ackreq"]
+        packet.rtx = bth["rtx"]
+        packet.ev = parsed.ev
+        packet.src = parsed.inner["src"] & 0xFFFFFFFF
+        if opcode in _DATA:
+            packet.payload = len(parsed.payload)
+            packet.info = (parsed.reth["va"], parsed.reth["rkey"], parsed.payload)
+        elif opcode == Opcode.PROBE:
+            packet.info = parsed.peth["probe_id"]
+        else:
+            packet.info = parsed.ext
+        return True
+
+    def _receive_data(self, packet):
+        qp = self.recv_qps[packet.qpn] if packet.qpn < len(self.recv_qps) else None
+        if qp is None:
+            self.counters["dropped_unknown_qp"] += 1
+            return
+        va, access_ok, payload = self._access(qp, packet)
+        result = qp.tracker.arrive(Arrival(
+            psn=packet.psn, ev=packet.ev, ecn=packet.ecn, dscp=packet.dscp, ackreq=packet.ackreq,
+            rtx=packet.rtx, opcode=packet.opcode, payload_length=packet.payload,
+            access_ok=access_ok))
+        counters = self.counters
+        if packet.ecn == Ecn.CE:
+            counters["ce_received"] += 1
+        verdict = result.verdict
+        if result.placed:
+            counters["placed"] += 1
+            qp.placed_bytes += packet.payload
+            if qp.memory is not None:
+                start = va - qp.base
+                qp.memory[start:start + packet.payload] = payload
+            flow = qp.flow
+            flow.placed_bytes += packet.payload
+            now = flow.last_placed = self.loop.now
+            k = now // self.bin_ps
+            self.timeline[k] = self.timeline.get(k, 0) + packet.payload
+        elif verdict == Verdict.DUPLICATE:
+            counters["duplicates"] += 1
+        elif verdict == Verdict.TRIMMED:
+            counters["trimmed_received"] += 1
+        elif verdict == Verdict.OUT_OF_WINDOW:
+            counters["out_of_window"] += 1
+        if result.sack is not None:
+            counters["sacks_sent"] += 1
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, result.sack.entropy,
+                               result.sack)
+        if result.nack is not None:
+            counters["nacks_sent"] += 1
+            self._send_control(Opcode.NACK, qp.peer_qpn, qp.peer, result.nack.ev, result.nack)
+
+    @staticmethod
+    def _access(qp, packet):
+        """(VA, the R_Key and bounds check, payload bytes or None) of a data packet."""
+        if packet.frame is None:
+            va = packet.info
+            return va, qp.base <= va and va + packet.payload <= qp.base + qp.size, None
+        va, rkey, payload = packet.info
+        ok = rkey == qp.rkey and qp.base <= va and va + len(payload) <= qp.base + qp.size
+        return va, ok, payload
+
+    def _receive_probe(self, packet):
+        qp = self.recv_qps[packet.qpn] if packet.qpn < len(self.recv_qps) else None
+        if qp is None:
+            self.counters["dropped_unknown_qp"] += 1
+            return
+        result = qp.tracker.probe(Probe(ev=packet.ev, probe_id=packet.info, ecn=packet.ecn,
+                                        dscp=packet.dscp))
+        if result.sack is not None:
+            self.counters["probe_answers"] += 1
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, packet.ev, result.sack)
+
+    def _receive_feedback(self, packet):
+        if packet.qpn >= len(self.send_qps):
+            self.counters["dropped_unknown_qp"] += 1
+            return
+        rel = self.reliability
+        if packet.opcode == Opcode.SACK:
+            self.counters["sacks_received"] += 1
+        else:
+            self.counters["nacks_received"] += 1
+        if packet.frame is not None:
+            rel.feedback({"qpn": packet.qpn, "opcode": packet.opcode, "ecn": packet.ecn,
+                          "ext": ext_to_int(packet.info)})
+        elif packet.opcode == Opcode.SACK:
+            rel.sack(packet.qpn, packet.info)
+        else:
+            rel.nack(packet.qpn, packet.info)
+        self._drain()
+
+    # --- ticks and the reliability block's outputs -----------------------------------------------
+
+    def tick(self):
+        """One 1.024 us tick: the receive trackers' coalescing timers and the reliability
+        block's timers and probes."""
+        for qp in self.recv_qps:
+            if qp.tracker.state.uncovered:
+                result = qp.tracker.tick()
+                if result.sack is not None:
+                    self.counters["sacks_sent"] += 1
+                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, result.sack.entropy,
+                                       result.sack)
+        if self.send_qps:
+            self.reliability.tick()
+            self._drain()
+
+    def _drain(self):
+        """Apply the reliability block's output records, stream by stream, until none is left."""
+        out = self.reliability.out
+        busy = True
+        while busy:
+            busy = False
+            for stream, handler in self._handlers:
+                records = out[stream]
+                if records:
+                    busy = True
+                    out[stream] = []
+                    for record in records:
+                        handler(record)
+
+    def _on_retx(self, record):
+        qp = self.send_qps[record["qpn"]]
+        qp.retx.append((record["psn"], record["avoid_ev"]))
+        cause = record["cause"]
+        self.retx_causes[cause] = self.retx_causes.get(cause, 0) + 1
+        self.wake()
+
+    def _on_limit(self, record):
+        self.send_qps[record["qpn"]].psn_limit = record["psn_limit"]
+        self.wake()
+
+    def _on_retire(self, record):
+        qp = self.send_qps[record["qpn"]]
+        message = qp.by_req.pop(record["req_id"], None)
+        if message is None or message.first_psn is None:
+            return
+        psn = message.first_psn
+        for _ in range(message.packets):
+            qp.by_psn.pop(psn, None)
+            psn = psn_add(psn, 1)
+
+    def _on_completion(self, record):
+        qp = self.send_qps[record["qpn"]]
+        qp.posted -= 1
+        if record["status"] == CompletionStatus.OK:
+            qp.flow.completed += 1
+        else:
+            qp.flow.errors += 1
+            if not qp.error:
+                qp.error = True
+                self.counters["qp_errors"] += 1
+                qp.flow.errors += len(qp.backlog)
+                qp.backlog.clear()
+        self._post_backlog(qp)
+
+    def _on_ev(self, record):
+        qpn, ev, kind = record["qpn"], record["ev"], record["kind"]
+        self.ev_log.append((self.loop.now, qpn, ev, kind))
+        if kind == EvEvent.SKIP:
+            self.counters["ev_skip"] += 1
+        elif kind == EvEvent.RECOVERED:
+            self.counters["ev_recovered"] += 1
+        marked = () if self.send_qps[qpn].ecmp is not None else self.table.event(qpn, ev, kind)
+        if kind == EvEvent.BAD:
+            self.counters["ev_bad"] += 1
+            self.counters["ev_marked"] += len(marked)
+            for answer in ev_marked_records(qpn, marked):
+                self.reliability.marked(answer)
+        self.wake()
+
+    def _on_control(self, record):
+        qp = self.send_qps[record["qpn"]]
+        probe_id = PETH.unpack(int_to_ext(record["ext"], PETH.size))["probe_id"]
+        self.counters["probes_sent"] += 1
+        self._send_control(Opcode.PROBE, qp.peer_qpn, qp.peer, record["ev"], probe_id)

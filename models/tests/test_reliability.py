@@ -1,0 +1,563 @@
+"""The reliability block's model: every rule of its docstring on hand-made inputs, then the closed
+loop of ``reliability_world`` (transmit engine, lossy fabric, receive trackers, EV table) with
+hypothesis: no retransmission of an acknowledged PSN, PSN limits never move backwards, completions
+in order per QP, every work request completed and every PSN acknowledged unless the QP failed,
+QP errors confined to their QP, a dead path dropped after one timeout and used again after it
+heals."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from models.layouts import PETH, NackReason, Opcode, SackVerdict
+from models.records import (CompletionStatus, EvEvent, RetxCause, SEND_RECORD, ext_to_int,
+                            int_to_ext)
+from models.reliability import (COUNTERS, TRACE, QpConfig, Reliability, Source, period_ticks,
+                                timeout_ticks, window_of)
+from models.rx_tracker import Nack, Sack, psn_add, psn_diff
+from models.spray import ev_path, make_ev
+from models.tests.reliability_world import Scenario, World, run_model
+
+EV_A = make_ev(0, 1, 0x111)
+EV_B = make_ev(1, 0, 0x222)
+EV_C = make_ev(0, 2, 0x333)
+CFG = QpConfig(w_max=8, timeout_exp=3, retry_limit=2, probe_period=4)
+
+
+# --- record builders ------------------------------------------------------------------------------
+
+def send(qpn, psn, ev=EV_A, req_id=0, last=0, rtx=0, flushed=0):
+    return SEND_RECORD.unpack(SEND_RECORD.pack(qpn=qpn, psn=psn, ev=ev, req_id=req_id, last=last,
+                                               rtx=rtx, flushed=flushed))
+
+
+def sack(qpn, cack, *, offset=0, bitmap=(), base=None, m=SackVerdict.NONE, pr=0, ev=EV_A,
+         probe_id=0):
+    """A FEEDBACK_RECORD SACK: ``bitmap`` lists the PSNs set (base = cack + 1 by default)."""
+    base = psn_add(cack, 1) if base is None else base
+    bits = 0
+    for psn in bitmap:
+        bits |= 1 << (63 - (psn - base) % (1 << 24))
+    s = Sack(cack_psn=cack, ack_psn_offset=offset, sack_offset=psn_diff(base, cack),
+             sack_bitmap=bits, mpr=8, m=m, pr=pr, entropy=ev, probe_id=probe_id, ooo_count=0,
+             placed_256=0)
+    return {"qpn": qpn, "opcode": Opcode.SACK, "ecn": 0, "ext": ext_to_int(s.ext_bytes())}
+
+
+def nack(qpn, reason, psn, ev=EV_A):
+    return {"qpn": qpn, "opcode": Opcode.NACK, "ecn": 0,
+            "ext": ext_to_int(Nack(reason, psn, ev).ext_bytes())}
+
+
+def wr(qpn, req_id):
+    return {"qpn": qpn, "req_id": req_id}
+
+
+def marked(qpn, ev, valid=1):
+    return {"qpn": qpn, "ev": ev, "valid": valid, "last": 1}
+
+
+def block(n_qps=2, start=100, cfg=CFG, **kw):
+    """A model with every QP set up from ``start`` (QP q from start + 1000 q), outputs cleared."""
+    rel = Reliability(n_qps=n_qps, ring=16, probe_entries=4, wr_depth=4, timer_bits=8, **kw)
+    for q in range(n_qps):
+        rel.setup(q, start + 1000 * q, True, cfg)
+    rel.take()
+    return rel
+
+
+def ticks(rel, n):
+    for _ in range(n):
+        rel.tick()
+
+
+def sent(rel, qpn, first, count, **kw):
+    for i in range(count):
+        rel.send(send(qpn, psn_add(first, i), **kw))
+
+
+def retx(qpn, psn, ev, cause):
+    return {"qpn": qpn, "psn": psn, "avoid_ev": ev, "cause": cause}
+
+
+def cpl(qpn, req_id, status=CompletionStatus.OK):
+    return {"qpn": qpn, "req_id": req_id, "msn": 0, "status": status, "is_recv": 0, "has_imm": 0,
+            "imm": 0}
+
+
+# --- parameters, set-up, the PSN limit ------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [dict(n_qps=0), dict(ring=0), dict(probe_entries=0),
+                                    dict(wr_depth=0), dict(timer_bits=1), dict(n_qps=True),
+                                    dict(ring=4.0)])
+def test_rejects_parameters(kwargs):
+    with pytest.raises(ValueError):
+        Reliability(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(w_max=-1), dict(w_max=1 << 16), dict(timeout_exp=16),
+                                    dict(retry_limit=16), dict(probe_period=-1),
+                                    dict(mpr=True)])
+def test_rejects_config(kwargs):
+    with pytest.raises(ValueError):
+        QpConfig(**kwargs)
+
+
+def test_window_and_timer_rules():
+    assert window_of(QpConfig(), 64) == 64 and window_of(QpConfig(w_max=200), 64) == 64
+    assert window_of(QpConfig(w_max=200, mpr=128), 1024) == 128
+    assert window_of(QpConfig(w_max=5), 64) == 5
+    assert timeout_ticks(QpConfig(timeout_exp=6), 10) == 64
+    assert timeout_ticks(QpConfig(timeout_exp=12), 10) == 512      # k limited to timer_bits - 1
+    assert period_ticks(QpConfig(probe_period=64), 10) == 64
+    assert period_ticks(QpConfig(probe_period=0), 8) == 256
+    assert period_ticks(QpConfig(probe_period=300), 8) == 300 - 256
+
+
+def test_setup_announces_the_limit_and_the_window_bounds_new_psns():
+    rel = Reliability(n_qps=2, ring=16)
+    rel.setup(0, 0xFFFFFE, True, QpConfig(w_max=4))
+    rel.setup(1, 7, False)
+    assert rel.take()["limit"] == [{"qpn": 0, "psn_limit": 0xFFFFFE + 4 - (1 << 24)}]
+    sent(rel, 0, 0xFFFFFE, 5)              # the fifth is beyond the window
+    rel.send(send(0, 5))                   # not the next PSN
+    rel.send(send(1, 7))                   # QP 1 disabled
+    assert rel.counters["send"] == 4 and rel.counters["send_bad"] == 2
+    assert rel.counters["send_dropped"] == 1
+    assert rel.qp(0).next_psn == 2
+    rel.feedback(sack(0, 0xFFFFFF))
+    assert rel.take()["limit"] == [{"qpn": 0, "psn_limit": 4}]
+
+
+# --- SACKs ----------------------------------------------------------------------------------------
+
+def test_sack_completes_in_order_and_retires():
+    rel = block()
+    for r in (7, 8, 9):
+        rel.work_request(wr(0, r))
+    rel.send(send(0, 100, req_id=7, last=1))
+    rel.send(send(0, 101, req_id=8))
+    rel.send(send(0, 102, req_id=8, last=1))
+    rel.send(send(0, 103, req_id=9, last=1))
+    rel.feedback(sack(0, 99, bitmap=[101, 102]))         # holes: nothing completes
+    assert rel.take()["cpl"] == [] and rel.qp(0).cack == 99
+    rel.feedback(sack(0, 100))                             # fills the hole: cack jumps to 102
+    out = rel.take()
+    assert out["limit"] == [{"qpn": 0, "psn_limit": 103 + 8}]
+    assert out["cpl"] == [cpl(0, 7), cpl(0, 8)]
+    assert out["retire"] == [{"qpn": 0, "req_id": 7}, {"qpn": 0, "req_id": 8}]
+    assert list(rel.qp(0).wrs) == [9]
+
+
+def test_sack_trigger_bitmap_and_stale_cack():
+    rel = block()
+    sent(rel, 0, 100, 6)
+    rel.feedback(sack(0, 99, offset=3))                    # trigger 102 (pr = 0)
+    rel.feedback(sack(0, 99, offset=4, pr=1))              # pr = 1: no trigger
+    assert [rel.qp(0).entries[p].acked for p in range(100, 106)] == [0, 0, 1, 0, 0, 0]
+    rel.feedback(sack(0, 101, bitmap=[104], base=104))
+    assert rel.qp(0).cack == 102 and rel.qp(0).entries[104].acked
+    rel.feedback(sack(0, 99, bitmap=[103], base=100))     # behind: only its bitmap counts
+    assert rel.qp(0).cack == 104
+    assert rel.counters["sack"] == 4 and rel.take()["ev"] == []
+
+
+def test_sack_beyond_next_psn_is_dropped_whole():
+    rel = block()
+    sent(rel, 0, 100, 2)
+    rel.feedback(sack(0, 102, m=SackVerdict.SKIP_ONCE))
+    assert rel.counters["fb_bad"] == 1 and rel.qp(0).cack == 99
+    assert rel.take() == {s: [] for s in ("retx", "limit", "retire", "cpl", "ev", "ctrl")}
+
+
+def test_sack_skip_once_and_unknown_feedback():
+    rel = block()
+    sent(rel, 0, 100, 1)
+    rel.feedback(sack(0, 99, m=SackVerdict.SKIP_ONCE, ev=EV_B))
+    rel.feedback(dict(sack(0, 99), opcode=Opcode.PROBE))
+    rel.feedback(sack(5, 99))
+    assert rel.take()["ev"] == [{"qpn": 0, "ev": EV_B, "kind": EvEvent.SKIP}]
+    assert (rel.counters["fb_bad"], rel.counters["fb_dropped"]) == (1, 1)
+
+
+def test_wr_missing_is_counted():
+    rel = block()
+    rel.send(send(0, 100, req_id=3, last=1))
+    rel.feedback(sack(0, 100))
+    assert rel.take()["cpl"] == [cpl(0, 3)] and rel.counters["wr_missing"] == 1
+
+
+# --- NACKs ----------------------------------------------------------------------------------------
+
+def test_nack_trimmed_and_lasthop_retransmit_at_once():
+    rel = block()
+    sent(rel, 0, 100, 3)
+    rel.feedback(nack(0, NackReason.TRIMMED, 100))
+    rel.feedback(nack(0, NackReason.TRIMMED_LASTHOP, 101))
+    rel.feedback(nack(0, NackReason.TRIMMED, 100))         # already requested: stale
+    out = rel.take()
+    assert out["retx"] == [retx(0, 100, EV_A, RetxCause.NACK_TRIMMED),
+                           retx(0, 101, EV_A, RetxCause.NACK_TRIMMED)]
+    assert out["ev"] == [{"qpn": 0, "ev": EV_A, "kind": EvEvent.SKIP}] * 2
+    assert rel.counters["fb_stale"] == 1
+    rel.send(send(0, 100, ev=EV_B, rtx=1))
+    rel.feedback(nack(0, NackReason.TRIMMED_LASTHOP, 100, ev=EV_A))   # the old copy: stale
+    assert rel.take()["retx"] == [] and rel.counters["fb_stale"] == 2
+
+
+def test_nack_no_pkt_buffer_waits_one_probe_period():
+    rel = block()
+    sent(rel, 0, 100, 1)
+    rel.feedback(nack(0, NackReason.NO_PKT_BUFFER, 100))
+    ticks(rel, 3)
+    assert rel.take()["retx"] == []
+    rel.tick()
+    assert rel.take()["retx"] == [retx(0, 100, EV_A, RetxCause.NACK_OTHER)]
+
+
+def test_nack_oor_waits_for_cack_or_its_timeout():
+    rel = block()
+    sent(rel, 0, 100, 3)
+    rel.feedback(nack(0, NackReason.PSN_OOR_WINDOW, 101))
+    rel.feedback(nack(0, NackReason.PSN_OOR_WINDOW, 102))
+    rel.feedback(sack(0, 99, bitmap=[102]))                # no cack move: still waiting
+    assert rel.take()["retx"] == []
+    rel.feedback(sack(0, 100))
+    assert rel.take()["retx"] == [retx(0, 101, EV_A, RetxCause.CACK_MOVED)]
+    rel2 = block()
+    sent(rel2, 0, 100, 1)
+    rel2.feedback(nack(0, NackReason.PSN_OOR_WINDOW, 100))
+    ticks(rel2, 8)
+    out = rel2.take()
+    assert out["retx"] == [retx(0, 100, EV_A, RetxCause.NACK_OTHER)] and out["ev"] == []
+    assert rel2.counters["timeout"] == 0
+
+
+def test_nack_bad_and_stale():
+    rel = block()
+    sent(rel, 0, 100, 2)
+    rel.feedback(nack(0, NackReason.TRIMMED, 102))         # never sent
+    rel.feedback(nack(0, 0x05, 100))                       # unknown reason
+    rel.feedback(sack(0, 100))
+    rel.feedback(nack(0, NackReason.TRIMMED, 100))         # acknowledged: stale, SKIP anyway
+    assert rel.counters["fb_bad"] == 2 and rel.counters["fb_stale"] == 1
+    out = rel.take()
+    assert out["retx"] == [] and out["ev"] == [{"qpn": 0, "ev": EV_A, "kind": EvEvent.SKIP}]
+
+
+def test_unexp_event_fails_only_its_qp():
+    rel = block()
+    for q in (0, 1):
+        rel.work_request(wr(q, 1))
+        rel.work_request(wr(q, 2))
+    sent(rel, 0, 100, 2, req_id=1)
+    sent(rel, 1, 1100, 2, req_id=1)
+    rel.feedback(nack(0, NackReason.UNEXP_EVENT, 101, ev=EV_C))
+    out = rel.take()
+    assert out["cpl"] == [cpl(0, 1, CompletionStatus.QP_ERROR),
+                          cpl(0, 2, CompletionStatus.QP_ERROR)]
+    assert out["retire"] == [{"qpn": 0, "req_id": 1}, {"qpn": 0, "req_id": 2}]
+    rel.work_request(wr(0, 3))
+    rel.send(send(0, 102))
+    rel.feedback(sack(0, 101))
+    rel.marked(marked(0, EV_A))
+    ticks(rel, 20)
+    out = rel.take()
+    assert out["cpl"] == [cpl(0, 3, CompletionStatus.QP_ERROR)]
+    assert all(r["qpn"] == 1 for s in ("retx", "ev") for r in out[s])
+    assert (rel.counters["send_dropped"], rel.counters["fb_dropped"],
+            rel.counters["marked_dropped"], rel.counters["qp_error"]) == (1, 1, 1, 1)
+    rel.feedback(sack(1, 1101))
+    assert rel.take()["cpl"] == []                         # QP 1 never saw a last PSN
+    assert not rel.qp(1).error
+
+
+# --- timeouts -------------------------------------------------------------------------------------
+
+def test_timeout_retransmits_avoiding_the_ev_and_reports_bad():
+    rel = block()
+    rel.send(send(0, 100))
+    ticks(rel, 1)
+    rel.send(send(0, 101, ev=EV_B))
+    ticks(rel, 7)
+    out = rel.take()
+    assert out["retx"] == [retx(0, 100, EV_A, RetxCause.TIMEOUT)]
+    assert out["ev"] == [{"qpn": 0, "ev": EV_A, "kind": EvEvent.BAD}]
+    rel.tick()
+    assert rel.take()["retx"] == [retx(0, 101, EV_B, RetxCause.TIMEOUT)]
+    ticks(rel, 30)
+    assert rel.take()["retx"] == []                        # pending: no timer until the resend
+    rel.send(send(0, 100, ev=EV_C, rtx=1))
+    ticks(rel, 8)
+    assert rel.take()["retx"] == [retx(0, 100, EV_C, RetxCause.TIMEOUT)]
+    assert rel.qp(0).entries[100].retries == 2
+
+
+def test_retry_limit_puts_the_qp_in_error():
+    rel = block()
+    rel.work_request(wr(0, 5))
+    rel.work_request(wr(0, 6))
+    rel.send(send(0, 100, req_id=5, last=1))
+    rel.send(send(0, 101, req_id=6))
+    for i in range(CFG.retry_limit):
+        ticks(rel, 8)
+        out = rel.take()
+        assert [r["psn"] for r in out["retx"]] == [100, 101], i
+        rel.send(send(0, 100, ev=EV_B, rtx=1))
+        rel.send(send(0, 101, ev=EV_B, rtx=1))
+    ticks(rel, 8)
+    out = rel.take()
+    assert out["retx"] == [] and out["ev"] == []
+    assert out["cpl"] == [cpl(0, 5, CompletionStatus.RETRY_EXCEEDED),
+                          cpl(0, 6, CompletionStatus.RETRY_EXCEEDED)]
+    assert rel.qp(0).error and rel.counters["timeout"] == 2 * CFG.retry_limit + 1
+
+
+def test_nack_retransmissions_are_not_charged_and_flushed_ones_neither():
+    rel = block()
+    rel.send(send(0, 100))
+    for _ in range(5):
+        rel.feedback(nack(0, NackReason.TRIMMED, 100))
+        rel.send(send(0, 100, rtx=1))
+        rel.send(send(0, 100, flushed=1, rtx=1))
+        rel.send(send(0, 100, rtx=1, ev=EV_B))
+        rel.feedback(nack(0, NackReason.TRIMMED, 100, ev=EV_B))
+        rel.send(send(0, 100, rtx=1))
+    out = rel.take()
+    assert [r["cause"] for r in out["retx"]] == [RetxCause.NACK_TRIMMED, RetxCause.FLUSHED,
+                                                 RetxCause.NACK_TRIMMED] * 5
+    assert rel.qp(0).entries[100].retries == 0 and out["ev"][0]["kind"] == EvEvent.SKIP
+    rel.send(send(0, 100, flushed=1, ev=EV_B))             # not the latest copy's EV: stale
+    rel.send(send(0, 101, rtx=1))                          # not outstanding: stale
+    assert rel.counters["send_stale"] == 2
+
+
+# --- the probe list -------------------------------------------------------------------------------
+
+def probe_ids(out):
+    return [PETH.unpack(int_to_ext(r["ext"], PETH.size))["probe_id"] for r in out["ctrl"]]
+
+
+def test_probes_three_clean_answers_recover():
+    rel = block()
+    sent(rel, 0, 100, 1)
+    rel.marked(marked(0, EV_A))
+    rel.marked(marked(0, EV_A))                            # already on the list
+    rel.marked(marked(0, EV_B, valid=0))
+    ticks(rel, 3)
+    assert rel.take()["ctrl"] == []
+    answers = [SackVerdict.NONE, SackVerdict.NONE, SackVerdict.SKIP_ONCE, SackVerdict.NONE,
+               SackVerdict.NONE, SackVerdict.NONE]
+    seen = []
+    for m in answers:
+        rel.tick()
+        ticks(rel, 3)
+        out = rel.take()
+        assert [(r["qpn"], r["opcode"], r["ev"]) for r in out["ctrl"]] == [(0, Opcode.PROBE, EV_A)]
+        seen += probe_ids(out)
+        rel.feedback(sack(0, 99, pr=1, ev=EV_A, probe_id=seen[-1], m=m))
+    assert seen == list(range(6))
+    out = rel.take()
+    assert out["ev"][-1] == {"qpn": 0, "ev": EV_A, "kind": EvEvent.RECOVERED}
+    assert rel.probe_list() == [None] * 4 and rel.counters["probe_answer"] == 6
+    rel.feedback(sack(0, 99, pr=1, ev=EV_A, probe_id=seen[-1]))
+    assert rel.counters["probe_stale"] == 1
+
+
+def test_probe_unanswered_within_the_timeout_restarts_the_count():
+    rel = block(cfg=QpConfig(w_max=8, timeout_exp=1, probe_period=4))
+    rel.setup(0, 100, True, QpConfig(w_max=8, timeout_exp=1, probe_period=4))
+    rel.marked(marked(0, EV_A))
+    ticks(rel, 4)
+    first = probe_ids(rel.take())
+    rel.feedback(sack(0, 99, pr=1, ev=EV_A, probe_id=first[0]))
+    assert rel.probe_list()[0][2] == 1
+    ticks(rel, 4)
+    ticks(rel, 2)                                           # the timeout: 2 ticks
+    assert rel.probe_list()[0][2:4] == (0, False)
+    late = probe_ids(rel.take())
+    rel.feedback(sack(0, 99, pr=1, ev=EV_A, probe_id=late[0]))
+    assert rel.counters["probe_stale"] == 1
+
+
+def test_probe_list_full_and_outstanding_probe_skips_a_period():
+    rel = block(cfg=QpConfig(w_max=8, timeout_exp=4, probe_period=4))
+    for i in range(5):
+        rel.marked(marked(0, make_ev(0, 1, i)))
+    assert rel.counters["probe_full"] == 1 and rel.counters["marked"] == 5
+    ticks(rel, 4)
+    assert probe_ids(rel.take()) == [0, 1, 2, 3]
+    ticks(rel, 4)                                           # still outstanding (timeout 16)
+    assert rel.take()["ctrl"] == []
+    rel.setup(0, 100, True, CFG)                            # a set-up frees the QP's entries
+    assert rel.probe_list() == [None] * 4
+
+
+def test_probe_id_wraps():
+    rel = block()
+    rel.probe_id = 0xFFFF
+    rel.marked(marked(0, EV_A))
+    rel.marked(marked(1, EV_B))
+    ticks(rel, 4)
+    assert probe_ids(rel.take()) == [0xFFFF, 0]
+
+
+# --- the trace ------------------------------------------------------------------------------------
+
+def test_apply_follows_the_trace_and_refuses_a_wrong_tick():
+    rel = block(now=0xFFFFFFFF)
+    rel.apply({"source": Source.WORK_REQUEST, "tick": 0xFFFFFFFF}, wr(0, 1))
+    rel.apply({"source": Source.TICK, "tick": 0})
+    rel.apply({"source": Source.SEND, "tick": 0}, send(0, 100, req_id=1, last=1))
+    with pytest.raises(ValueError):
+        rel.apply({"source": Source.TICK, "tick": 5})
+    with pytest.raises(ValueError):
+        rel.apply({"source": Source.FEEDBACK, "tick": 1}, sack(0, 100))
+    with pytest.raises(ValueError):
+        rel.apply({"source": 7, "tick": 0}, sack(0, 100))
+    rel.apply({"source": Source.FEEDBACK, "tick": 0}, sack(0, 100))
+    assert rel.take()["cpl"] == [cpl(0, 1)]
+    assert TRACE.unpack(TRACE.pack(source=Source.TICK, tick=3)) == {"source": 4, "tick": 3}
+    assert set(COUNTERS) == set(rel.counters)
+
+
+# --- the closed loop ------------------------------------------------------------------------------
+
+def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bits=8,
+         max_cycles=400_000):
+    """Run the model in the world; returns (world, model, cycles)."""
+    rng = random.Random(seed)
+    n = len(cfgs)
+    starts = [rng.choice((rng.randrange(1 << 24), (1 << 24) - rng.randint(1, 40)))
+              for _ in range(n)]
+    tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 3))
+    world = World(rng, scenario, starts, wr_depth=wr_depth, tick0=tick0)
+    model = Reliability(n_qps=n, ring=ring, probe_entries=probe_entries, wr_depth=wr_depth,
+                        timer_bits=timer_bits, now=tick0)
+    for q in range(n):
+        model.setup(q, starts[q], True, cfgs[q])
+    for stream, records in model.take().items():
+        for rec in records:
+            world.output(stream, rec)
+    cycles = run_model(world, model, max_cycles)
+    world.check_end()
+    return world, model, cycles
+
+
+def scenarios():
+    @st.composite
+    def build(draw):
+        planes = draw(st.integers(1, 3))
+        num_t1 = draw(st.integers(2, 3))
+        doomed = draw(st.sampled_from([None, 0]))
+        dead = []
+        for _ in range(draw(st.integers(0, 2))):
+            path = (draw(st.integers(0, planes - 1)), draw(st.integers(0, num_t1 - 2)))
+            first = draw(st.integers(0, 3000))
+            dead.append((path, first, first + draw(st.integers(100, 4000))))
+        down = []
+        if planes > 1:
+            for _ in range(draw(st.integers(0, 2))):
+                first = draw(st.integers(0, 3000))
+                down.append((draw(st.integers(0, planes - 1)), first,
+                             first + draw(st.integers(50, 1500))))
+        sc = Scenario(
+            planes=planes, num_t1=num_t1, slots=draw(st.sampled_from([2, 4])),
+            backup=draw(st.integers(0, 2)), ev_min_active=draw(st.integers(1, 3)),
+            tick_cycles=draw(st.sampled_from([16, 32])), wrs_per_qp=draw(st.integers(1, 12)),
+            max_packets=draw(st.integers(1, 5)), loss=draw(st.sampled_from([0, 0.01, 0.05])),
+            trim=draw(st.sampled_from([0, 0.03])), ce=draw(st.sampled_from([0, 0.05])),
+            nobuf=draw(st.sampled_from([0, 0.02])), oor=draw(st.sampled_from([0, 0.02])),
+            dead_paths=tuple(dead), planes_down=tuple(down), doomed_qp=doomed,
+            bad_wr=draw(st.sampled_from([None, (1, 0), (2, 1)])))
+        n = draw(st.integers(3, 4))
+        cfgs = [QpConfig(w_max=draw(st.integers(1, 20)), timeout_exp=draw(st.integers(2, 5)),
+                         retry_limit=draw(st.integers(0, 2)) if q == doomed else 7,
+                         probe_period=draw(st.integers(1, 9))) for q in range(n)]
+        return sc, cfgs, draw(st.integers(0, 1 << 30))
+    return build()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_closed_loop_properties(case):
+    """Random fabrics and faults: the world checks every output as it comes (no retransmission
+    of an acknowledged PSN, monotonic limits, completions in order) and the end state (all work
+    requests completed and retired, all PSNs acknowledged unless the QP failed); a doomed QP
+    fails with RETRY_EXCEEDED, a wrong R_Key with QP_ERROR."""
+    sc, cfgs, seed = case
+    world, model, _ = loop(seed, sc, cfgs)
+    if sc.doomed_qp is not None:
+        assert world.status(0)[0] == CompletionStatus.RETRY_EXCEEDED
+    if sc.bad_wr is not None and sc.bad_wr[0] != sc.doomed_qp and sc.bad_wr[1] < sc.wrs_per_qp:
+        statuses = world.status(sc.bad_wr[0])
+        assert CompletionStatus.QP_ERROR in statuses
+        assert CompletionStatus.RETRY_EXCEEDED not in statuses
+    assert model.counters["completion"] == sum(len(s.wrs) for s in world.senders)
+
+
+def test_closed_loop_error_isolation():
+    """QP 0 has every path dead (RETRY_EXCEEDED), QP 2 sends a wrong R_Key (QP_ERROR); QPs 1 and 3
+    complete everything, OK, through loss, trims, CE marks and a plane going down."""
+    sc = Scenario(planes=2, num_t1=3, doomed_qp=0, bad_wr=(2, 4), wrs_per_qp=20,
+                  planes_down=((1, 300, 600), (0, 700, 900)))
+    cfgs = [QpConfig(w_max=12, timeout_exp=3, retry_limit=2 if q == 0 else 7, probe_period=4)
+            for q in range(4)]
+    world, model, _ = loop(11, sc, cfgs)
+    assert set(world.status(0)) <= {CompletionStatus.RETRY_EXCEEDED, CompletionStatus.QP_ERROR}
+    assert world.status(0)[0] == CompletionStatus.RETRY_EXCEEDED
+    assert CompletionStatus.QP_ERROR in world.status(2)
+    assert CompletionStatus.RETRY_EXCEEDED not in world.status(2)
+    for q in (1, 3):
+        assert world.status(q) == [CompletionStatus.OK] * 20
+    assert model.counters["qp_error"] == 2 and world.stats["flushed"] > 0
+    assert model.counters["send_flushed"] > 0
+
+
+class _PathWatch:
+    """Wraps a world's EV table choice to log when each QP puts data on each path."""
+
+    def __init__(self, world):
+        self.log = []
+        self.world = world
+        choose = world.table.choose
+
+        def logged(qpn, room, avoid_ev=None):
+            choice = choose(qpn, room, avoid_ev)
+            if choice is not None:
+                self.log.append((world.cycle, qpn, ev_path(choice.ev)))
+            return choice
+        world.table.choose = logged
+
+
+def test_dead_path_is_dropped_within_a_timeout_and_used_again_after_it_heals():
+    """Path (1, 0) drops everything from cycle 1000 to 3000. Within one timeout plus a round trip
+    of its first loss, no QP puts data on it; probes bring its EVs back and traffic uses it again
+    after it heals."""
+    die, heal = 1000, 3000
+    sc = Scenario(planes=2, num_t1=2, slots=4, backup=1, ev_min_active=1, wrs_per_qp=150,
+                  max_packets=3, send_gap=(3, 6), loss=0, trim=0, ce=0, nobuf=0, oor=0,
+                  dead_paths=(((1, 0), die, heal),), tick_cycles=16)
+    cfgs = [QpConfig(w_max=16, timeout_exp=4, retry_limit=7, probe_period=4)] * 3
+    rng = random.Random(5)
+    starts = [rng.randrange(1 << 24) for _ in cfgs]
+    world = World(rng, sc, starts, wr_depth=8)
+    watch = _PathWatch(world)
+    model = Reliability(n_qps=3, ring=16, probe_entries=16, wr_depth=8, timer_bits=8)
+    for q in range(3):
+        model.setup(q, starts[q], True, cfgs[q])
+    for stream, records in model.take().items():
+        for rec in records:
+            world.output(stream, rec)
+    run_model(world, model, 100_000)
+    world.check_end()
+    timeout_cycles = timeout_ticks(cfgs[0], 8) * sc.tick_cycles
+    slack = 2 * sc.delay[1] + 3 * sc.tick_cycles + 12
+    on_path = [c for c, _, path in watch.log if path == (1, 0)]
+    assert any(c < die for c in on_path)
+    during = [c for c in on_path if die <= c < heal]
+    assert during and max(during) <= die + timeout_cycles + slack, (max(during), die)
+    assert any(c >= heal for c in on_path), "the healed path is never used again"
+    assert world.events[EvEvent.RECOVERED] > 0
+    assert all(s == CompletionStatus.OK for q in range(3) for s in world.status(q))

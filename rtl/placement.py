@@ -1,0 +1,324 @@
+"""Direct placement (NIC receive side): payload packets written to host memory through an AXI4
+write master; golden model ``models/placement.py``."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for, exact_log2
+
+from models.placement import COUNTERS, INFO, burst_boundary
+from rtl.common import records
+from rtl.common.config import ConfigMap
+from rtl.common.logic import wire
+from rtl.common.ports import axis_members, check_width, config_members, record_members
+
+__all__ = ["Placement", "axi_write_members", "AXI_ID_WIDTH", "AWCACHE", "AWPROT", "ADDR_WIDTH"]
+
+ADDR_WIDTH = 5          # configuration port
+AXI_ID_WIDTH = 1        # every burst uses ID 0 (in-order writes)
+AWCACHE = 0b0011        # normal non-cacheable bufferable memory (host DMA)
+AWPROT = 0b010          # unprivileged, non-secure, data
+_BURST_INCR = 1
+_MAX_LENGTH = (1 << 16) - 1     # PLACE_COMMAND.length is 16 bits
+
+
+def axi_write_members(prefix, data_width, addr_width, id_width=AXI_ID_WIDTH):
+    """Members of an AXI4 write master (AW, W and B channels) named as cocotbext-axi's
+    ``AxiWriteBus.from_prefix`` expects (``<prefix>_awaddr``, ...)."""
+    p = prefix
+    return {
+        f"{p}_awid": Out(id_width), f"{p}_awaddr": Out(addr_width), f"{p}_awlen": Out(8),
+        f"{p}_awsize": Out(3), f"{p}_awburst": Out(2), f"{p}_awlock": Out(1),
+        f"{p}_awcache": Out(4), f"{p}_awprot": Out(3), f"{p}_awvalid": Out(1),
+        f"{p}_awready": In(1),
+        f"{p}_wdata": Out(data_width), f"{p}_wstrb": Out(data_width // 8), f"{p}_wlast": Out(1),
+        f"{p}_wvalid": Out(1), f"{p}_wready": In(1),
+        f"{p}_bid": In(id_width), f"{p}_bresp": In(2), f"{p}_bvalid": In(1),
+        f"{p}_bready": Out(1),
+    }
+
+
+def _rotate_lanes(m, value, amount, lane_bits, name):
+    """``value`` rotated left by ``amount`` lanes of ``lane_bits`` bits (lane i -> lane i +
+    amount), as log2 stages of 2:1 muxes."""
+    current = value
+    for b in range(len(amount)):
+        current = wire(m, Mux(amount[b], current.rotate_left(lane_bits << b), current),
+                       len(value), f"{name}_{b}")
+    return current
+
+
+def _prefix_and(m, bits, name):
+    """Bit i = bits[0] & ... & bits[i] (log-depth)."""
+    current = bits
+    step = 1
+    while step < len(bits):
+        current = wire(m, Cat(*(current[i] & current[i - step] if i >= step else current[i]
+                                for i in range(len(bits)))), len(bits), f"{name}_{step}")
+        step *= 2
+    return current
+
+
+def _thermometer_from(m, index, n, name):
+    """The ``n``-bit mask of lanes ``i >= index``."""
+    return wire(m, Cat(*(index <= i for i in range(n))), n, name)
+
+
+class Placement(wiring.Component):
+    """Writes each placed payload packet to ``[va, va + length)`` of host memory through an AXI4
+    write master, at one W beat per cycle; packets not placed are consumed and discarded.
+    Exactly :class:`models.placement.PlacementModel` (bursts, beats, strobes, counters; bad input
+    included).
+
+    Parameters
+    ----------
+    data_width : int
+        W, the width of the payload stream and of the AXI data bus: 64, 128, 256 or 512 (the NIC
+        core width).
+    addr_width : int
+        The AXI address width, 12..64 (default 64); ``va`` is taken modulo 2^addr_width.
+    queue_depth : int
+        Packets whose bursts may be issued ahead of their data (2..64, default 4).
+
+    Ports
+    -----
+    s_cmd_tdata/tvalid/tready
+        :data:`models.records.PLACE_COMMAND` records, one per frame in frame order: ``va``,
+        ``length`` (payload bytes without pad), ``place`` (1: write, 0: discard). ``length`` 0
+        owns no payload beats; any other owns the next payload packet up to its ``tlast`` beat.
+    s_axis_tdata/tkeep/tlast/tvalid/tready
+        Payload bytes only, byte 0 in lane 0; ``tkeep`` ignored but on the last beat, where the
+        packet ends at the first lane whose keep is 0.
+    m_axi_aw*/w*/b*
+        AXI4 write master (cocotbext-axi names): INCR bursts of full-width beats (``awsize`` =
+        log2(W/8)) from the beat-aligned address below ``va``, split where a burst would cross
+        ``min(4096, 256 W/8)`` bytes (so never 4 KB, never more than 256 beats); ``wstrb`` set
+        exactly on the bytes of ``[va, va + length)`` that the packet holds. ``awid`` 0,
+        ``awcache`` 0b0011, ``awprot`` 0b010, ``bready`` always 1.
+    cfg_addr (5 bits), cfg_wdata, cfg_we, cfg_rdata
+        Configuration port (:mod:`rtl.common.config`, read latency 1). Map:
+
+        ====  ==============  ===================================================================
+        0x00  commands        commands accepted
+        0x01  placed          packets written (place = 1, length > 0)
+        0x02  discarded       packets discarded (place = 0, length > 0)
+        0x03  empty           commands with length 0
+        0x04  placed_bytes    sum of the lengths of the packets written
+        0x05  bursts          AW handshakes
+        0x06  beats           W handshakes
+        0x07  resp_okay       B responses OKAY or EXOKAY
+        0x08  resp_error      B responses SLVERR or DECERR
+        0x09  short_payload   placed packets with fewer bytes than ``length``
+        0x0a  long_payload    placed packets with more bytes than ``length``
+        0x10  data_width      W (read-only)
+        0x11  outstanding     bursts issued and not yet answered on B (read-only)
+        0x12  status          bit 0: busy (a command, a packet, a burst or a response pending)
+        ====  ==============  ===================================================================
+
+        Counters are 32 bits, wrap, and clear when written.
+    clk, rst
+        The ``sync`` domain (synchronous active-high reset).
+
+    Bad input (defined answers): a short packet strobes only the bytes it holds (the bursts keep
+    the command's lengths, later beats carry no strobe); a long packet never strobes a byte past
+    ``length`` and its excess beats are discarded up to ``tlast``. No write ever leaves
+    ``[va, va + length)`` and the next packet is never disturbed.
+
+    Structure and timing: the command stage takes a command (at most one per cycle), computes the
+    packet's beats and lanes, queues them for the data stage (``queue_depth`` entries) and, for
+    a placed packet, issues its bursts on AW, one per cycle, from registers. The data stage
+    rotates each payload beat left by ``va % (W/8)`` lanes (log2(W/8) mux stages) and takes the
+    lanes below that offset from the previous beat's rotation, so each output beat needs at most
+    one new input beat: one W beat per cycle, and the next packet's first beat follows the last
+    one without a gap (a packet costs ``ceil((va % (W/8) + length) / (W/8))`` beats; one more than
+    its input beats when its bytes spill into a further beat). AW, W and B are registered
+    outputs (no combinational path inside one AXI channel). Latency: after a command's handshake
+    at edge t (block idle), ``awvalid`` of its first burst rises at edge t + 1 and, with the
+    payload waiting and the memory ready, its first W beat is valid from edge t + 2 and taken at
+    edge t + 3 (the queue read takes one cycle, the data stage one more).
+    """
+
+    def __init__(self, data_width=64, addr_width=64, queue_depth=4):
+        check_width("Placement", data_width)
+        if isinstance(addr_width, bool) or not isinstance(addr_width, int) or \
+                not 12 <= addr_width <= 64:
+            raise ValueError(f"Placement: addr_width must be 12..64, not {addr_width!r}")
+        if isinstance(queue_depth, bool) or not isinstance(queue_depth, int) or \
+                not 2 <= queue_depth <= 64:
+            raise ValueError(f"Placement: queue_depth must be 2..64, not {queue_depth!r}")
+        self.data_width = data_width
+        self.addr_width = addr_width
+        self.queue_depth = queue_depth
+        self.lanes = data_width // 8
+        super().__init__({
+            **config_members(ADDR_WIDTH),
+            **record_members("s_cmd", records.PLACE_COMMAND, sink=True),
+            **axis_members("s_axis", data_width, 0, sink=True),
+            **axi_write_members("m_axi", data_width, addr_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.lanes
+        lb = exact_log2(n)
+        boundary_beats = burst_boundary(self.data_width) // n
+        bb = exact_log2(boundary_beats)
+        beat_bits = bits_for((n - 1 + _MAX_LENGTH + n - 1) // n)
+        aw = self.addr_width
+        cfg = ConfigMap(m, self)
+
+        # ------------------------------------------------------------ command stage and AW
+        cmd = self.s_cmd_tdata
+        align = wire(m, cmd.va[:lb], lb, "c_align")
+        in_beats = wire(m, (cmd.length + (n - 1)) >> lb, beat_bits, "c_in_beats")
+        out_beats = wire(m, (align + cmd.length + (n - 1)) >> lb, beat_bits, "c_out_beats")
+        last_out_lane = wire(m, (align + cmd.length - 1)[:lb], lb, "c_last_out_lane")
+        last_in_lane = wire(m, (cmd.length - 1)[:lb], lb, "c_last_in_lane")
+        boff = wire(m, cmd.va[lb:lb + bb], bb, "c_boff")
+        has_payload = cmd.length != 0
+
+        entry = Cat(cmd.place, align, last_out_lane, last_in_lane, in_beats, out_beats, boff)
+        queue = m.submodules.queue = SyncFIFO(width=len(entry), depth=self.queue_depth)
+
+        g_addr = Signal(aw)          # next burst's address
+        g_left = Signal(beat_bits)   # beats of the packet still to issue on AW
+        aw_free = ~self.m_axi_awvalid | self.m_axi_awready
+        g_room = wire(m, boundary_beats - g_addr[lb:lb + bb], bb + 1, "g_room")
+        issue = wire(m, (g_left != 0) & aw_free, 1, "g_issue")
+        g_last = g_left <= g_room
+        burst = wire(m, Mux(g_last, g_left, g_room), bb + 1, "g_burst")
+        take_cmd = wire(m, self.s_cmd_tvalid & self.s_cmd_tready, 1, "c_take")
+        m.d.comb += [
+            self.s_cmd_tready.eq(queue.w_rdy & ((g_left == 0) | (issue & g_last))),
+            queue.w_data.eq(entry),
+            queue.w_en.eq(take_cmd & has_payload),
+        ]
+        with m.If(issue):
+            m.d.sync += [
+                self.m_axi_awvalid.eq(1), self.m_axi_awaddr.eq(g_addr),
+                self.m_axi_awlen.eq(burst - 1),
+                g_addr.eq(g_addr + (burst << lb)), g_left.eq(g_left - burst),
+            ]
+        with m.Elif(self.m_axi_awready):
+            m.d.sync += self.m_axi_awvalid.eq(0)
+        with m.If(take_cmd & has_payload & cmd.place):
+            m.d.sync += [g_addr.eq(Cat(Const(0, lb), cmd.va[lb:aw])), g_left.eq(out_beats)]
+        m.d.comb += [
+            self.m_axi_awid.eq(0), self.m_axi_awsize.eq(lb), self.m_axi_awburst.eq(_BURST_INCR),
+            self.m_axi_awlock.eq(0), self.m_axi_awcache.eq(AWCACHE), self.m_axi_awprot.eq(AWPROT),
+        ]
+
+        # ------------------------------------------------------------ data stage and W
+        active = Signal()
+        out_left = Signal(beat_bits)
+        in_left = Signal(beat_bits)
+        drain = Signal()             # discarding beats up to tlast
+        d_align = Signal(lb)
+        ge_mask = Signal(n)          # lanes taken from the current beat
+        end_mask = Signal(n)         # lanes of the packet's last output beat
+        d_last_in_lane = Signal(lb)
+        d_boff = Signal(bb)
+        rot_prev = Signal(self.data_width)
+        rot_prev_keep = Signal(n)
+
+        q_place, q_align, q_last_out, q_last_in, q_in_beats, q_out_beats, q_boff = (
+            queue.r_data[s] for s in _slices((1, lb, lb, lb, beat_bits, beat_bits, bb)))
+
+        tlast = self.s_axis_tlast
+        keep_eff = wire(m, Mux(tlast, _prefix_and(m, self.s_axis_tkeep, "keep_prefix"),
+                               (1 << n) - 1), n, "keep_eff")
+        rot_cur = _rotate_lanes(m, self.s_axis_tdata, d_align, 8, "rot_data")
+        rot_keep = _rotate_lanes(m, keep_eff, d_align, 1, "rot_keep")
+
+        w_free = ~self.m_axi_wvalid | self.m_axi_wready
+        emitting = wire(m, active & (out_left != 0), 1, "d_emitting")
+        need_in = in_left != 0
+        go = wire(m, emitting & w_free & (~need_in | self.s_axis_tvalid), 1, "d_go")
+        consume = wire(m, go & need_in, 1, "d_consume")
+        draining = wire(m, active & (out_left == 0) & drain, 1, "d_draining")
+        last_out = out_left == 1
+        becomes_long = consume & (in_left == 1) & ~tlast
+        drain_next = drain | becomes_long
+        done = wire(m, (go & last_out & ~drain_next) |
+                    (draining & self.s_axis_tvalid & tlast), 1, "d_done")
+        load = wire(m, (~active | done) & queue.r_rdy, 1, "d_load")
+        m.d.comb += [
+            self.s_axis_tready.eq((emitting & w_free & need_in) | draining),
+            queue.r_en.eq(load),
+        ]
+
+        cur_keep = Mux(consume, rot_keep, 0)
+        strobe = (ge_mask & cur_keep) | (~ge_mask & rot_prev_keep)
+        data = Cat(*(Mux(ge_mask[i], rot_cur[8 * i:8 * i + 8], rot_prev[8 * i:8 * i + 8])
+                     for i in range(n)))
+        short = consume & tlast & ((in_left > 1) | ~keep_eff.bit_select(d_last_in_lane, 1))
+        over_in_beat = (d_last_in_lane != n - 1) & keep_eff.bit_select(d_last_in_lane + 1, 1)
+        long_payload = becomes_long | (consume & tlast & (in_left == 1) & over_in_beat)
+        q_ge_mask = _thermometer_from(m, q_align, n, "q_ge_mask")
+        q_end_mask = wire(m, Cat(*(i <= q_last_out for i in range(n))), n, "q_end_mask")
+
+        with m.If(go):
+            m.d.sync += [
+                self.m_axi_wvalid.eq(1), self.m_axi_wdata.eq(data),
+                self.m_axi_wstrb.eq(strobe & Mux(last_out, end_mask, (1 << n) - 1)),
+                self.m_axi_wlast.eq(last_out | (d_boff == boundary_beats - 1)),
+                d_boff.eq(d_boff + 1), out_left.eq(out_left - 1), drain.eq(drain_next),
+            ]
+            with m.If(consume):
+                m.d.sync += [in_left.eq(Mux(tlast, 0, in_left - 1)), rot_prev.eq(rot_cur),
+                             rot_prev_keep.eq(rot_keep)]
+            with m.Else():
+                m.d.sync += rot_prev_keep.eq(0)
+        with m.Elif(self.m_axi_wready):
+            m.d.sync += self.m_axi_wvalid.eq(0)
+        with m.If(load):
+            m.d.sync += [
+                active.eq(1), d_align.eq(q_align),
+                ge_mask.eq(q_ge_mask), end_mask.eq(q_end_mask),
+                d_last_in_lane.eq(q_last_in), d_boff.eq(q_boff),
+                out_left.eq(Mux(q_place, q_out_beats, 0)), in_left.eq(Mux(q_place, q_in_beats, 0)),
+                drain.eq(~q_place), rot_prev_keep.eq(0),
+            ]
+        with m.Elif(done):
+            m.d.sync += active.eq(0)
+
+        # ------------------------------------------------------------ B and counters
+        m.d.comb += self.m_axi_bready.eq(1)
+        aw_fire = self.m_axi_awvalid & self.m_axi_awready
+        b_fire = self.m_axi_bvalid & self.m_axi_bready
+        outstanding = Signal(32)
+        m.d.sync += outstanding.eq(outstanding + aw_fire - b_fire)
+
+        placing = take_cmd & has_payload & cmd.place
+        events = {
+            "commands": take_cmd,
+            "placed": placing,
+            "discarded": take_cmd & has_payload & ~cmd.place,
+            "empty": take_cmd & ~has_payload,
+            "placed_bytes": Mux(placing, cmd.length, 0),
+            "bursts": aw_fire,
+            "beats": self.m_axi_wvalid & self.m_axi_wready,
+            "resp_okay": b_fire & ~self.m_axi_bresp[1],
+            "resp_error": b_fire & self.m_axi_bresp[1],
+            "short_payload": short,
+            "long_payload": long_payload,
+        }
+        for name, addr in COUNTERS.items():
+            cfg.counter(addr, name, events[name], doc=name)
+        busy = active | (g_left != 0) | queue.r_rdy | self.m_axi_awvalid | \
+            self.m_axi_wvalid | (outstanding != 0)
+        cfg.ro(INFO["data_width"], "data_width", Const(self.data_width, 32), doc="W")
+        cfg.ro(INFO["outstanding"], "outstanding", outstanding, doc="bursts not answered")
+        cfg.ro(INFO["status"], "status", busy, doc="bit 0: busy")
+        cfg.finish()
+        return m
+
+
+def _slices(widths):
+    """Consecutive slices of the given widths, from bit 0."""
+    out, start = [], 0
+    for w in widths:
+        out.append(slice(start, start + w))
+        start += w
+    return out

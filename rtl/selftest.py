@@ -1,0 +1,302 @@
+# amaranth: UnusedElaboratable=no
+"""The portable FPGA self-test core: frames made from an LFSR, sent through the trimming switch
+and looped back, compared with the same frames made again (``fpga/README.md``)."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from models.selftest import STATUS_WORDS, SelfTestConfig, report_line, switch_writes
+from rtl.header_inserter import HeaderInserter
+from rtl.selftest_check import FrameChecker
+from rtl.selftest_gen import FrameSource
+from rtl.selftest_report import Reporter
+from rtl.switch import Switch
+from rtl.un_stage import ADDR_OWN_USID, TABLE_BASE, TABLE_STRIDE
+
+__all__ = ["SelfTest", "COUNTERS", "report_template"]
+
+COUNTERS = ("sent", "ok", "bad", "lost")
+_TAG_DEPTH = 4          # frames inside the header inserter at most (records taken, not yet out)
+_SLICE_DEPTH = 2        # beats of the FIFOs in front of the checker
+
+
+def report_template(config, window):
+    """The UART line of the core, ``{name}`` standing for a counter and ``{status}`` for the
+    status word (:func:`models.selftest.report_line` gives it filled in)."""
+    return report_line(config, window, *(f"{{{name}}}" for name in COUNTERS), status="{status}")
+
+
+class SelfTest(wiring.Component):
+    """Loopback self-test: a frame source, one header inserter, the trimming switch (or a FIFO),
+    a checker, counters and a UART report.
+
+    One :class:`rtl.header_inserter.HeaderInserter` makes two kinds of frames, in the order the
+    source is asked for them (:class:`rtl.selftest_gen.FrameSource`; a small FIFO of tags says
+    which is which at its output): *send* frames go into the loop, *check* frames (the same
+    frame i again, with the outer destination and Hop Limit it has after the loop) go to the
+    checker (:class:`rtl.selftest_check.FrameChecker`), which compares them with what comes back.
+    At most ``window`` send frames are unresolved at once; a check frame is asked for when no send
+    may be. So the loop carries about half the header inserter's rate, with ``window`` frames in
+    flight.
+
+    The loop (``ports`` >= 2): a :class:`rtl.switch.Switch` of ``ports`` ports, all host-facing
+    (no ECN marking), queues sized for ``window`` frames. Send frames enter ingress 0; egress 1
+    is wired back to ingress 1 (other ports beyond 1 are wired back too and stay idle); egress
+    0 goes to the checker. Out of reset the core writes the switch's own uSID and two route
+    entries (:func:`models.selftest.switch_writes`), so each frame crosses the switch ``passes``
+    times (ingress 0 -> egress 1 -> ingress 1 ... -> egress 0). Without a switch (``ports`` = 0)
+    the loop is a FIFO in block RAM holding ``window`` frames.
+
+    Parameters
+    ----------
+    data_width, ports, passes, max_payload, seed
+        See :class:`models.selftest.SelfTestConfig` (frames and loop).
+    window : int
+        Send frames in flight at most (1..64).
+    clk_hz : int
+        The clock frequency (for the UART).
+    baud : int
+        UART bit rate (default 115200).
+    report_period : int or None
+        Cycles between two report lines (default: ``clk_hz``, one per second).
+    timeout : int
+        Cycles the checker waits for a frame before counting it lost (default 2^16).
+    inject_byte : int or None
+        The byte of a frame that an injection flips bit 0 of (2..129: every frame is at least
+        130 bytes, and bytes 0 and 1 carry the sequence number the checker pairs frames by);
+        None: lane 0 of the frame's last beat (in the ICRC or the payload, so the
+        frame still crosses the switch and comes back different). Byte 12 (EtherType) makes the
+        switch drop it, so it comes back lost.
+
+    Ports
+    -----
+    ``enable`` in: send new frames while high (frames in flight are checked either way).
+    ``inject`` in: a one-cycle pulse corrupts the next send frame (one bit, ``inject_byte``).
+    ``frames_sent``, ``frames_ok``, ``frames_bad``, ``frames_lost`` out: 32-bit counters (wrap):
+    frames sent into the loop; frames back equal to the expected ones; frames back different
+    (and received frames matching no expected one); expected frames that never came back (see
+    :class:`rtl.selftest_check.FrameChecker`).
+    ``passed`` out: at least one frame checked and no error; ``failed`` out: an error seen.
+    ``ready`` out: the switch set-up is written and frames flow.
+    ``uart_tx`` out: the report line (:func:`report_template`; 8N1, idles high).
+    ``tap_tx_tdata/tkeep/tlast/tvalid/tready``: the send frames entering the loop (a monitor, for
+    benches; unconnected on boards). ``tap_rx_*``: the frames the checker takes from the loop.
+    ``clk``, ``rst``: the sync domain.
+    """
+
+    def __init__(self, data_width=64, ports=2, passes=2, max_payload=1024,
+                 seed=SelfTestConfig.seed, window=4, clk_hz=125_000_000, baud=115_200,
+                 report_period=None, timeout=1 << 16, inject_byte=None):
+        try:
+            self.config = SelfTestConfig(data_width=data_width, ports=ports, passes=passes,
+                                         max_payload=max_payload, seed=seed)
+        except ValueError as exc:
+            raise ValueError(f"SelfTest: {exc}") from None
+        if not isinstance(window, int) or not 1 <= window <= 64:
+            raise ValueError(f"SelfTest: window must be 1..64, not {window!r}")
+        if inject_byte is not None and (not isinstance(inject_byte, int) or
+                                        not 2 <= inject_byte < 130):
+            raise ValueError(f"SelfTest: inject_byte must be None or 2..129, not {inject_byte!r}")
+        self.window = window
+        self.inject_byte = inject_byte
+        self.clk_hz = clk_hz
+        self.timeout = timeout
+        cfg = self.config
+        lanes = data_width // 8
+        self.max_frame = max(138, cfg.max_frame)
+        self.frame_beats = -(-cfg.max_frame // lanes)
+        self.inserter = HeaderInserter(data_width=data_width, max_payload=max_payload)
+        self.source = FrameSource(cfg)
+        self.checker = FrameChecker(data_width=data_width, window=window, timeout=timeout)
+        self.reporter = Reporter(report_template(cfg, window), COUNTERS, STATUS_WORDS, clk_hz,
+                                 baud, clk_hz if report_period is None else report_period)
+        if ports:
+            limit = window * self.max_frame
+            self.switch = Switch(ports=ports, data_width=data_width,
+                                 fabric_facing=(False,) * ports, data_limit=limit,
+                                 control_limit=256, trim_size=256, table_depth=2,
+                                 max_frame=self.max_frame, ingress_bytes=2 * self.max_frame)
+            self.writes = switch_writes(cfg, TABLE_BASE, TABLE_STRIDE, ADDR_OWN_USID)
+        else:
+            self.switch = None
+            self.writes = []
+        tap = {"tdata": Out(data_width), "tkeep": Out(lanes), "tlast": Out(1), "tvalid": Out(1),
+               "tready": Out(1)}
+        super().__init__({
+            "enable": In(1), "inject": In(1),
+            **{f"frames_{name}": Out(32) for name in COUNTERS},
+            "passed": Out(1), "failed": Out(1), "ready": Out(1), "uart_tx": Out(1, init=1),
+            **{f"tap_tx_{k}": v for k, v in tap.items()},
+            **{f"tap_rx_{k}": v for k, v in tap.items()},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        W, B = cfg.data_width, cfg.data_width // 8
+        m.submodules.source = src = self.source
+        m.submodules.inserter = hi = self.inserter
+        m.submodules.checker = chk = self.checker
+        m.submodules.reporter = rep = self.reporter
+
+        # --- switch set-up out of reset ------------------------------------------------------
+        started = Signal(init=not self.writes)
+        if self.writes:
+            step = Signal(range(len(self.writes) + 1))
+            sw = self.switch
+            m.submodules.switch = sw
+            with m.If(~started):
+                m.d.comb += sw.cfg_we.eq(1)
+                with m.Switch(step):
+                    for index, (addr, data) in enumerate(self.writes):
+                        with m.Case(index):
+                            m.d.comb += [sw.cfg_addr.eq(addr), sw.cfg_wdata.eq(data)]
+                m.d.sync += step.eq(step + 1)
+                with m.If(step == len(self.writes) - 1):
+                    m.d.sync += started.eq(1)
+        m.d.comb += self.ready.eq(started)
+
+        # --- which frame next: send (window permitting) or check -------------------------------
+        # Two small counters (no wide arithmetic on this path): send frames not yet resolved,
+        # and send frames whose check frame is not yet asked for.
+        in_flight = Signal(range(self.window + 1))
+        unchecked = Signal(range(self.window + 1))
+        m.submodules.tags = tags = SyncFIFO(width=1, depth=_TAG_DEPTH)
+        may_send = self.enable & (in_flight != self.window)
+        may_check = unchecked != 0
+        m.d.comb += [
+            src.req_valid.eq(started & tags.w_rdy & (may_send | may_check)),
+            src.req_check.eq(~may_send),
+            tags.w_en.eq(src.req_valid & src.req_ready),
+            tags.w_data.eq(src.req_check),
+        ]
+        issue_send = src.req_valid & src.req_ready & ~src.req_check
+        issue_check = src.req_valid & src.req_ready & src.req_check
+        resolve = chk.res_ok | chk.res_bad | chk.res_lost
+        m.d.sync += [in_flight.eq(in_flight + issue_send - resolve),
+                     unchecked.eq(unchecked + issue_send - issue_check)]
+
+        # --- source -> header inserter ----------------------------------------------------------
+        m.d.comb += [hi.s_hdr_tdata.eq(src.m_hdr_tdata), hi.s_hdr_tvalid.eq(src.m_hdr_tvalid),
+                     src.m_hdr_tready.eq(hi.s_hdr_tready)]
+        for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
+            m.d.comb += getattr(hi, f"s_axis_{name}").eq(getattr(src, f"m_axis_{name}"))
+        m.d.comb += src.m_axis_tready.eq(hi.s_axis_tready)
+
+        # --- header inserter -> loop (send) or checker (check) ----------------------------------
+        is_check = tags.r_data[0]
+        out_fire = hi.m_axis_tvalid & hi.m_axis_tready
+        m.d.comb += tags.r_en.eq(out_fire & hi.m_axis_tlast)
+        link_ready = Signal()
+        send_valid = hi.m_axis_tvalid & ~is_check
+        # Check frames reach the checker through a two-beat FIFO (registered handshake: the
+        # header inserter's ready does not wait for the checker's comparison).
+        m.submodules.exp_slice = exp_slice = SyncFIFO(width=W + B + 1, depth=_SLICE_DEPTH)
+        m.d.comb += [
+            exp_slice.w_data.eq(Cat(hi.m_axis_tdata, hi.m_axis_tkeep, hi.m_axis_tlast)),
+            exp_slice.w_en.eq(hi.m_axis_tvalid & is_check),
+            hi.m_axis_tready.eq(Mux(is_check, exp_slice.w_rdy, link_ready)),
+            chk.exp_tdata.eq(exp_slice.r_data[:W]), chk.exp_tkeep.eq(exp_slice.r_data[W:W + B]),
+            chk.exp_tlast.eq(exp_slice.r_data[W + B]), chk.exp_tvalid.eq(exp_slice.r_rdy),
+            exp_slice.r_en.eq(chk.exp_tready),
+        ]
+
+        # The injected error: armed by a pulse, applied to the next send frame from its first
+        # beat to its last.
+        armed = Signal()
+        corrupting = Signal()
+        beat = Signal(range(self.frame_beats + 1))
+        first_beat = Signal(init=1)
+        send_fire = send_valid & link_ready
+        with m.If(self.inject):
+            m.d.sync += armed.eq(1)
+        with m.If(send_fire):
+            m.d.sync += [beat.eq(Mux(hi.m_axis_tlast, 0, beat + 1)),
+                         first_beat.eq(hi.m_axis_tlast)]
+            with m.If(first_beat & armed):
+                m.d.sync += [armed.eq(self.inject), corrupting.eq(~hi.m_axis_tlast)]
+            with m.Elif(hi.m_axis_tlast):
+                m.d.sync += corrupting.eq(0)
+        hit = Signal()
+        this_frame = Mux(first_beat, armed, corrupting)
+        if self.inject_byte is None:
+            m.d.comb += hit.eq(this_frame & hi.m_axis_tlast)
+            flip = Const(1, W)
+        else:
+            m.d.comb += hit.eq(this_frame & (beat == self.inject_byte // B))
+            flip = Const(1 << 8 * (self.inject_byte % B), W)
+        tx_data = Signal(W)
+        m.d.comb += tx_data.eq(hi.m_axis_tdata ^ Mux(hit, flip, 0))
+
+        rx = {}
+        if self.switch is not None:
+            sw = self.switch
+            m.d.comb += [
+                link_ready.eq(1),
+                sw.s0_axis_tdata.eq(tx_data), sw.s0_axis_tkeep.eq(hi.m_axis_tkeep),
+                sw.s0_axis_tlast.eq(hi.m_axis_tlast), sw.s0_axis_tvalid.eq(send_valid),
+                sw.s0_axis_tuser.eq(0),
+            ]
+            for p in range(1, cfg.ports):
+                for name in ("tdata", "tkeep", "tlast", "tvalid"):
+                    m.d.comb += getattr(sw, f"s{p}_axis_{name}").eq(
+                        getattr(sw, f"m{p}_axis_{name}"))
+                m.d.comb += [getattr(sw, f"s{p}_axis_tuser").eq(0),
+                             getattr(sw, f"m{p}_axis_tready").eq(1)]
+            # Egress 0 reaches the checker through a two-beat FIFO, like the check frames.
+            m.submodules.rx_slice = rx_slice = SyncFIFO(width=W + B + 1, depth=_SLICE_DEPTH)
+            m.d.comb += [
+                rx_slice.w_data.eq(Cat(sw.m0_axis_tdata, sw.m0_axis_tkeep, sw.m0_axis_tlast)),
+                rx_slice.w_en.eq(sw.m0_axis_tvalid),
+                sw.m0_axis_tready.eq(rx_slice.w_rdy),
+            ]
+            rx = {"tdata": rx_slice.r_data[:W], "tkeep": rx_slice.r_data[W:W + B],
+                  "tlast": rx_slice.r_data[W + B], "tvalid": rx_slice.r_rdy,
+                  "tready": rx_slice.r_en}
+        else:
+            depth = 1 << bits_for(self.window * self.frame_beats)
+            m.submodules.link = link = SyncFIFOBuffered(width=W + B + 1, depth=depth)
+            m.d.comb += [
+                link_ready.eq(link.w_rdy),
+                link.w_en.eq(send_valid),
+                link.w_data.eq(Cat(tx_data, hi.m_axis_tkeep, hi.m_axis_tlast)),
+            ]
+            rx = {"tdata": link.r_data[:W], "tkeep": link.r_data[W:W + B],
+                  "tlast": link.r_data[W + B], "tvalid": link.r_rdy, "tready": link.r_en}
+        m.d.comb += [
+            chk.rx_tdata.eq(rx["tdata"]), chk.rx_tkeep.eq(rx["tkeep"]),
+            chk.rx_tlast.eq(rx["tlast"]), chk.rx_tvalid.eq(rx["tvalid"]),
+            rx["tready"].eq(chk.rx_tready),
+        ]
+
+        # --- counters, status, report, taps ----------------------------------------------------
+        counts = {name: getattr(self, f"frames_{name}") for name in COUNTERS}
+        with m.If(send_fire & hi.m_axis_tlast):
+            m.d.sync += counts["sent"].eq(counts["sent"] + 1)
+        for name in ("ok", "lost"):
+            with m.If(getattr(chk, f"res_{name}")):
+                m.d.sync += counts[name].eq(counts[name] + 1)
+        with m.If(chk.res_bad | chk.res_extra):
+            m.d.sync += counts["bad"].eq(counts["bad"] + 1)
+        failed = Signal()
+        with m.If(chk.res_bad | chk.res_lost | chk.res_extra):
+            m.d.sync += failed.eq(1)
+        checked = Signal()
+        with m.If(chk.res_ok):
+            m.d.sync += checked.eq(1)
+        m.d.comb += [self.failed.eq(failed), self.passed.eq(checked & ~failed)]
+        m.d.comb += [getattr(rep, f"v_{name}").eq(counts[name]) for name in COUNTERS]
+        m.d.comb += [rep.status.eq(Mux(failed, 2, Mux(checked, 1, 0))),
+                     self.uart_tx.eq(rep.tx)]
+        m.d.comb += [
+            self.tap_tx_tdata.eq(tx_data), self.tap_tx_tkeep.eq(hi.m_axis_tkeep),
+            self.tap_tx_tlast.eq(hi.m_axis_tlast), self.tap_tx_tvalid.eq(send_valid),
+            self.tap_tx_tready.eq(link_ready),
+            self.tap_rx_tdata.eq(chk.rx_tdata), self.tap_rx_tkeep.eq(chk.rx_tkeep),
+            self.tap_rx_tlast.eq(chk.rx_tlast), self.tap_rx_tvalid.eq(chk.rx_tvalid),
+            self.tap_rx_tready.eq(chk.rx_tready),
+        ]
+        return m
