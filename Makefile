@@ -14,7 +14,7 @@ SIM ?= verilator
 BOARD ?= ulx3s
 # Every recipe runs in the project's tool environment (one place: scripts/env.sh).
 ENV := source scripts/env.sh &&
-PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup
+PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
 .PHONY: all setup test test-full sim bench verilog report fpga fpga-ci clean
 

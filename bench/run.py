@@ -8,6 +8,8 @@ test writes cycles per frame, payload bytes per cycle, efficiency against the wi
 
     python -m bench.run [--blocks header_inserter,un_stage] [--widths 64,512] [--collect]
 
+``--blocks`` measures only those blocks and keeps the other blocks' rows of the results file.
+
 ``--collect`` runs nothing: it gathers the perf results that earlier runs (for instance the quick
 ``*_perf`` tests of ``make test``) left in ``build/results/``.
 """
@@ -45,6 +47,11 @@ BLOCKS = {
                  dict(n_planes=8)),
     "rx_engine": ("rtl.rx_engine:RxEngine", "rx_engine", "tb.test_rx_engine", (64,),
                   dict(n_planes=8)),
+    "nic_engine": ("tb.nic_pair:NicPair", "nic_pair", "tb.test_nic_engine", (64,),
+                   dict(n_qps=4, n_planes=2, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
+                        slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
+                        buffer_bytes=8192, header_slots=8, mpr=128, wimm_max=16, ring=32,
+                        probe_entries=4, wr_depth=4, timer_bits=10)),
 }
 WIDTHS = (64, 512)
 OUT_JSON = ROOT / "bench" / "results.json"
@@ -56,6 +63,14 @@ BEGIN, END = "<!-- BENCH:BEGIN -->", "<!-- BENCH:END -->"
 def factory(spec):
     module, cls = spec.split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def width_label(block, w):
+    """The W column of ``block`` measured at width ``w``: ``N x W`` for a block with N plane
+    ports (its efficiency is then against the core, N x W bits)."""
+    spec = BLOCKS[block]
+    planes = spec[4].get("n_planes") if len(spec) > 4 else None
+    return f"{planes} x {w}" if planes else str(w)
 
 
 def measure(blocks, widths, sim="verilator"):
@@ -82,22 +97,35 @@ def measure(blocks, widths, sim="verilator"):
 def collect(blocks, sim="verilator"):
     rows = []
     for block in blocks:
-        for path in sorted(RESULTS.glob(f"perf-{block}-*-{sim}.json"),
-                           key=lambda p: int(p.name.split("-")[-2])):
+        spec = BLOCKS[block]
+        widths = spec[3] if len(spec) > 3 else WIDTHS
+        for w in widths:
+            path = RESULTS / f"perf-{block}-{w}-{sim}.json"
+            if not path.exists():
+                continue
             res = json.loads(path.read_text())
             rows += [dict(block=block, data_width=res["data_width"], **r) for r in res["rows"]]
     return rows
 
 
+def merge(rows, blocks):
+    """``rows`` of the blocks measured now, with the rows of every other block kept from the
+    results file (so ``--blocks`` refreshes only those), in the order of :data:`BLOCKS`."""
+    kept = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
+    kept = [r for r in kept if r["block"] not in blocks and r["block"] in BLOCKS]
+    order = {name: i for i, name in enumerate(BLOCKS)}
+    return sorted(kept + rows, key=lambda r: (order[r["block"]], r["data_width"]))
+
+
 def table(rows):
-    head = ("| block | W | payload B | cycles/frame | payload B/cycle | of W/8 | latency (cycles) |\n"
+    head = ("| block | W | payload B | cycles/frame | payload B/cycle | of width | latency (cycles) |\n"
             "|---|---|---|---|---|---|---|\n")
     body = ""
     for r in rows:
         lat = str(r["latency"])
         if "latency_last" in r:
             lat += f" (last-in {r['latency_last']})"
-        body += (f"| {r['block']} | {r['data_width']} | {r['payload']} | "
+        body += (f"| {r['block']} | {width_label(r['block'], r['data_width'])} | {r['payload']} | "
                  f"{r['cycles_per_frame']:.2f} | {r['bytes_per_cycle']:.2f} | "
                  f"{100 * r['efficiency']:.1f}% | {lat} |\n")
     return head + body
@@ -115,12 +143,13 @@ def main(argv=None):
     if unknown:
         sys.exit(f"bench: unknown block(s) {unknown}; known: {sorted(BLOCKS)}")
     widths = [int(w) for w in args.widths.split(",")]
-    rows = collect(blocks) if args.collect else measure(blocks, widths)
+    rows = merge(collect(blocks) if args.collect else measure(blocks, widths), blocks)
     OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
     md = ("# Bench results\n\nMeasured by `make bench` (Verilator, back-to-back frames, no idle, "
           "no backpressure, 250 MHz nominal clock). Definitions: `../shared/spec/metrics.md`. "
           "Cycles per frame are steady-state; payload bytes per cycle count payload only "
-          "(header beats count as time).\n\n" + table(rows))
+          "(header beats count as time). W is the data width; N x W for a block with N plane "
+          "ports, whose efficiency is against its core of N x W bits.\n\n" + table(rows))
     OUT_MD.write_text(md)
     print(table(rows))
     if README.exists():

@@ -1,5 +1,6 @@
 # amaranth: UnusedElaboratable=no
-"""``make fpga BOARD=<board>``: the self-test core (``rtl/selftest.py``) on an open board.
+"""``make fpga BOARD=<board>``: a self-test core on an open board: the switch loop
+(``rtl/selftest.py``) or, on the ``*_nic`` boards, the NIC engine loop (``rtl/selftest_nic.py``).
 
     python -m fpga.boards <board> [<board> ...] [--clk-mhz F]
     python -m fpga.boards --list
@@ -26,6 +27,7 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
 from fpga.pll import ecp5_pll_instance, ice40_pll_instance
 from rtl.selftest import SelfTest
+from rtl.selftest_nic import SelfTestNic
 from tb.common.runner import BUILD
 
 __all__ = ["Board", "BOARDS", "BoardTop", "build", "build_dir", "main"]
@@ -37,11 +39,12 @@ class Board:
     platform: str               # "module:Class" in amaranth_boards
     family: str                 # "ecp5" or "ice40"
     clk_mhz: float              # core clock asked of the PLL
-    core: dict = field(default_factory=dict)   # SelfTest parameters (clk_hz is added)
+    core: dict = field(default_factory=dict)   # the core's parameters (clk_hz is added)
     leds: str = "leds"          # how the status is shown: leds, rgb, red_green, single
     uart: bool = True           # the report goes out on the board's "uart" resource
     button: tuple = ("button", 0)   # the resource that injects an error
     note: str = ""
+    nic: bool = False           # the core is SelfTestNic (else SelfTest)
 
 
 BOARDS = {
@@ -59,6 +62,16 @@ BOARDS = {
                                             window=2),
                         leds="single", uart=False,
                         note="LFE5U-25F; its UART pins are its LED and button"),
+    "ulx3s_nic": Board("amaranth_boards.ulx3s:ULX3S_85F_Platform", "ecp5", 31.25,
+                       dict(nic=dict(n_qps=1, pmtu=1024, mpr=128, ring=32), window=4),
+                       button=("button_fire", 0), nic=True,
+                       note="LFE5U-85F: one NIC engine (1 QP, 1 plane, W = 64) looped back "
+                            "through a switch of 2 ports"),
+    "orangecrab_nic": Board("amaranth_boards.orangecrab_r0_2:OrangeCrabR0_2_85FPlatform",
+                            "ecp5", 32.0, dict(nic=dict(n_qps=1, pmtu=1024, mpr=128, ring=32),
+                                               window=4),
+                            leds="rgb", uart=False, nic=True,
+                            note="LFE5U-85F (speed 8): the NIC engine loop of ulx3s_nic"),
     "icebreaker": Board("amaranth_boards.icebreaker:ICEBreakerPlatform", "ice40", 24.0,
                         dict(data_width=64, ports=0, passes=0, max_payload=64, window=2),
                         leds="red_green",
@@ -76,7 +89,8 @@ class BoardTop(Elaboratable):
     def __init__(self, board, clk_mhz=None):
         self.board = board
         self.clk_mhz = board.clk_mhz if clk_mhz is None else clk_mhz
-        self.core = SelfTest(clk_hz=int(self.clk_mhz * 1e6), **board.core)
+        core = SelfTestNic if board.nic else SelfTest
+        self.core = core(clk_hz=int(self.clk_mhz * 1e6), **board.core)
 
     def elaborate(self, platform):
         board = self.board
@@ -111,13 +125,15 @@ class BoardTop(Elaboratable):
         with m.If(core.inject):
             m.d.sync += quiet.eq(1)
 
-        ok = core.frames_ok
-        beat = ok[21]                       # toggles every 2^21 good frames
+        # good frames (switch loop) or completed Writes (NIC loop)
+        ok = core.wr_cpl_ok if board.nic else core.frames_ok
+        slow = 16 if board.nic else 19
+        beat = ok[slow]                     # toggles about once a second
         if board.leds == "leds":
             leds = [platform.request("led", i).o for i in range(8)]
             m.d.comb += [leds[0].eq(core.passed), leds[1].eq(core.failed),
                          leds[2].eq(core.ready)]
-            m.d.comb += [led.eq(ok[16 + i]) for i, led in enumerate(leds[3:])]
+            m.d.comb += [led.eq(ok[slow - 3 + i]) for i, led in enumerate(leds[3:])]
         elif board.leds == "rgb":
             rgb = platform.request("rgb_led", 0)
             m.d.comb += [rgb.g.o.eq(core.passed & beat), rgb.r.o.eq(core.failed),
@@ -151,7 +167,11 @@ def _platform(board):
 def build(name, out=None, clk_mhz=None):
     """Build the bitstream of board ``name``; returns (and writes to ``result.json``) the numbers:
     ``status``, ``bitstream``, ``lut4``/``ff``/``bram`` (Yosys), ``logic``/``bram_used``
-    (nextpnr, used and available), ``fmax_mhz``, ``target_mhz``, ``build_s``, ``config``."""
+    (nextpnr, used and available), ``fmax_mhz``, ``target_mhz``, ``build_s``, ``config``,
+    ``cached``. A build whose plan (every file Amaranth writes for the tools) is unchanged since
+    a successful one is not run again."""
+    from amaranth.build.plat import require_tool
+
     from fpga import flow
 
     board = BOARDS[name]
@@ -160,21 +180,32 @@ def build(name, out=None, clk_mhz=None):
     platform = _platform(board)
     top = BoardTop(board, clk_mhz)
     speed = getattr(platform, "speed", None)
-    result = {"board": name,
+    for tool in platform.required_tools:
+        require_tool(tool)
+    plan = platform.prepare(top, name="top",
+                            script_after_synth="tee -q -o top.stat.json stat -json",
+                            nextpnr_opts="--report top.report.json")
+    digest = plan.digest().hex()
+    result_path = out / "result.json"
+    if result_path.exists():
+        old = json.loads(result_path.read_text())
+        if old.get("digest") == digest and old.get("status") == "built":
+            return dict(old, cached=True)
+    result = {"board": name, "digest": digest,
               "device": f"{platform.device}{f'-{speed}' if speed else ''} {platform.package}",
-              "config": f"SelfTest({', '.join(f'{k}={v!r}' for k, v in board.core.items())})",
-              "note": board.note}
+              "config": f"{type(top.core).__name__}("
+                        f"{', '.join(f'{k}={v!r}' for k, v in board.core.items())})",
+              "note": board.note, "target_mhz": round(top.f_core, 3)}
+    for old in ("top.stat.json", "top.report.json", "top.bit", "top.bin"):
+        (out / old).unlink(missing_ok=True)
     t0 = time.time()
     try:
-        platform.build(top, name="top", build_dir=str(out), do_program=False,
-                       script_after_synth="tee -q -o top.stat.json stat -json",
-                       nextpnr_opts="--report top.report.json")
+        plan.execute_local(str(out))
         result["status"] = "built"
     except subprocess.CalledProcessError as exc:    # a failed build is a result too
         result["status"] = "failed"
         result["message"] = f"the build script exited with {exc.returncode}; see {out}/top.tim"
     result["build_s"] = round(time.time() - t0, 1)
-    result["target_mhz"] = round(top.f_core, 3) if hasattr(top, "f_core") else top.clk_mhz
     device = flow.DEVICES[board.family]
     stat = out / "top.stat.json"
     if stat.exists():
@@ -184,17 +215,12 @@ def build(name, out=None, clk_mhz=None):
     log = (out / "top.tim").read_text(errors="replace") if (out / "top.tim").exists() else ""
     report_json = json.loads(report.read_text()) if report.exists() else None
     result.update(flow.nextpnr_summary(report_json, log, device))
-    if report_json is not None:
-        fmax = report_json.get("fmax", {})
-        core_clk = [v for k, v in fmax.items() if "sync" in k or "pll" in k.lower()]
-        if core_clk:
-            result["fmax_mhz"] = round(core_clk[0]["achieved"], 2)
     bitstream = out / ("top.bin" if board.family == "ice40" else "top.bit")
     if bitstream.exists() and result["status"] == "built":
         result["bitstream"] = str(bitstream)
         result["bitstream_bytes"] = bitstream.stat().st_size
-    (out / "result.json").write_text(json.dumps(result, indent=1))
-    return result
+    result_path.write_text(json.dumps(result, indent=1))
+    return dict(result, cached=False)
 
 
 def main(argv=None):

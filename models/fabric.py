@@ -487,6 +487,7 @@ class FabricRun:
         if all(f.done for f in self.flows):
             self.finished = True
             self.end = self.loop.now
+            self.loop.halt()
         else:
             self.loop.at(self.loop.now + TICK_PS, self._tick)
 
@@ -502,7 +503,7 @@ class FabricRun:
         """Run until every flow is done or ``duration_us`` passes; returns the :class:`Result`."""
         wall = time.perf_counter()
         limit = ps(self.scenario.duration_us * 1000)
-        self.loop.run(until=limit, stop=lambda: self.finished)
+        self.loop.run(until=limit)
         return Result(self, time.perf_counter() - wall)
 
 

@@ -35,6 +35,12 @@ ends down (queues flushed, frames routed to them dropped, counted by
 up. Every random choice comes from a generator seeded by the fabric seed and the wire's name,
 so a run is reproducible and a fault on one wire does not change the draws of another.
 
+Light packets take a fast path that does the same steps: a switch remembers, per outer
+destination, the rewritten destination, the egress port and its wire once it has routed one
+packet there; the ports admit and release packets with :meth:`FabricPort.admit` and
+:meth:`FabricPort.pull` (the rule of :meth:`FabricPort.enqueue` and ``dequeue`` without the
+records they return); a wire launches a frame in line when no fault is set on it.
+
 Nothing here imports cocotb, Amaranth or scapy.
 """
 
@@ -45,8 +51,9 @@ from heapq import heappop, heappush
 
 from .layouts import (BTH_OFFSET, Dscp, Ecn, INNER_OFFSET, IPV6, OUTER_OFFSET, UDP,
                       UDP_OFFSET, TRIM_MIN_BYTES)
-from .switch_queue import (Admission, EgressPort, FrameClass, Queue, Verdict, classify,
-                           ecn_mark, frame_bytes, lfsr_step, set_outer_ecn, trim)
+from .switch_queue import (CONTROL_DSCPS, ECN_SCALE, LFSR_TAPS, TRIMMABLE_DSCPS, Admission,
+                           EgressPort, FrameClass, Queue, Verdict, classify, ecn_mark,
+                           frame_bytes, lfsr_step, set_outer_ecn, trim)
 from .un_stage import Forwarded, UnStageModel
 from .usid import Forward, un_step
 from .fabric_topology import HOST, T0, T1
@@ -60,7 +67,6 @@ _DST_BYTE = OUTER_OFFSET + IPV6["dst"].offset // 8
 _HOP_LIMIT_BYTE = OUTER_OFFSET + IPV6["hop_limit"].offset // 8
 _FLOW_LOW_BYTE = OUTER_OFFSET + 2      # Flow Label[15:0]
 _SPORT_BYTE = UDP_OFFSET + UDP["sport"].offset // 8
-_ADMITTED = (Verdict.DATA, Verdict.CONTROL, Verdict.TRIMMED)
 
 
 def ps(ns):
@@ -80,38 +86,59 @@ def seeded(seed, name):
 
 class EventLoop:
     """A discrete-event loop: callbacks ``fn(arg)`` at integer picosecond times, in time order,
-    ties in scheduling order."""
+    ties in scheduling order.
+
+    The heap holds plain integers, ``time << SEQ_BITS | sequence number`` (the order of
+    ``(time, sequence)``, compared without tuples), and the callbacks wait in a dictionary under
+    the same key."""
+
+    SEQ_BITS = 40
 
     def __init__(self):
         self.now = 0
         self.events = 0
         self._heap = []
+        self._calls = {}
         self._seq = 0
+        self._halted = False
 
     def at(self, time, fn, arg=None):
-        """Call ``fn(arg)`` at ``time`` (not before now)."""
+        """Call ``fn(arg)`` at ``time`` (integer picoseconds, not before now)."""
         if time < self.now:
             raise ValueError(f"event at {time} ps is in the past (now {self.now} ps)")
         self._seq += 1
-        heappush(self._heap, (time, self._seq, fn, arg))
+        key = time << self.SEQ_BITS | self._seq
+        self._calls[key] = (fn, arg)
+        heappush(self._heap, key)
 
     def after(self, delay, fn, arg=None):
         self.at(self.now + delay, fn, arg)
 
-    def run(self, until=None, stop=None):
-        """Run events up to and including time ``until`` (None: until none is left), or until
-        ``stop()`` is true after an event. Returns the number of events run. ``now`` ends at
-        ``until`` when given and nothing stopped the run early."""
+    def halt(self):
+        """Make :meth:`run` return once the current event is over."""
+        self._halted = True
+
+    def run(self, until=None):
+        """Run events up to and including time ``until`` (integer picoseconds; None: until none
+        is left), or until an event calls :meth:`halt`. Returns the number of events run.
+        ``now`` ends at ``until`` when given and nothing halted the run early."""
+        if until is not None and not isinstance(until, int):
+            raise TypeError(f"until must be an integer number of picoseconds, not {until!r}")
         heap = self._heap
+        take = self._calls.pop
+        shift = self.SEQ_BITS
+        limit = None if until is None else (until + 1) << shift
         count = 0
+        self._halted = False
         while heap:
-            if until is not None and heap[0][0] > until:
+            if limit is not None and heap[0] >= limit:
                 break
-            time, _, fn, arg = heappop(heap)
-            self.now = time
+            key = heappop(heap)
+            fn, arg = take(key)
+            self.now = key >> shift
             fn(arg)
             count += 1
-            if stop is not None and stop():
+            if self._halted:
                 self.events += count
                 return count
         if until is not None and until > self.now:
@@ -123,7 +150,7 @@ class EventLoop:
         return len(self._heap)
 
     def next_time(self):
-        return self._heap[0][0] if self._heap else None
+        return self._heap[0] >> self.SEQ_BITS if self._heap else None
 
 
 class Packet:
@@ -228,7 +255,21 @@ class FabricPort(EgressPort):
     frame's fields and rewriting them go through the packet (:meth:`Packet.trim`,
     :meth:`Packet.mark_ce`), so light packets and frames meet the same rule.
     ``tests/test_fabric.py`` checks it against :class:`EgressPort` on the same frames.
+
+    The switches use :meth:`admit` and :meth:`pull`: the same rule as :meth:`enqueue` and
+    :meth:`dequeue` (the same queues, counters and LFSR steps, checked by the same test), written
+    for speed (no :class:`Admission` or :class:`Departure` records).
     """
+
+    def __init__(self, config=None, **params):
+        super().__init__(config, **params)
+        self._data = self.queues[Queue.DATA]            # emptied in place by set_up
+        self._controls = self.queues[Queue.CONTROL]
+        config = self.config                            # frozen: its values, at hand
+        self._data_limit, self._control_limit = config.data_limit, config.control_limit
+        self._marking, self._kmin, self._kmax = config.fabric_facing, config.kmin, config.kmax
+        self._trim = config.trim_size, config.trimmed_dscp
+        self._burst = config.control_burst
 
     def enqueue(self, packet):
         length = packet.size
@@ -263,10 +304,68 @@ class FabricPort(EgressPort):
         self._push(Queue.DATA, packet)
         return Admission(Verdict.DATA, length, q, q_control, Queue.DATA, packet, r, mark)
 
+    def admit(self, packet):
+        """:meth:`enqueue`'s decision on ``packet``: True when it entered a queue (whole,
+        marked or trimmed), False when it was dropped and counted."""
+        if not self.up:
+            self.counters["dropped_port_down"] += 1
+            return False
+        if packet.frame is not None and frame_bytes(packet.frame) is None:
+            self.counters["dropped_malformed"] += 1
+            return False
+        dscp = packet.dscp
+        if dscp in CONTROL_DSCPS:
+            return self._admit_control(packet, False)
+        occupancy = self.occupancy
+        length = packet.size
+        q = occupancy[Queue.DATA]
+        if q + length <= self._data_limit:
+            if self._marking:
+                r = self.lfsr                               # lfsr_step and ecn_mark, inline
+                self.lfsr = r = r >> 1 ^ LFSR_TAPS if r & 1 else r >> 1
+                ecn = packet.ecn
+                kmin = self._kmin
+                if ecn != Ecn.NOT_ECT and q > kmin and \
+                        (q >= self._kmax or r < (q - kmin) * ECN_SCALE // (self._kmax - kmin)):
+                    self.counters["ecn_marked"] += 1
+                    if ecn != Ecn.CE:
+                        packet.mark_ce()
+            self._data.append(packet)
+            occupancy[Queue.DATA] = q + length
+            return True
+        if dscp in TRIMMABLE_DSCPS and length >= TRIM_MIN_BYTES:
+            packet.trim(*self._trim)
+            return self._admit_control(packet, True)
+        self.counters["dropped_full"] += 1
+        return False
+
+    def _admit_control(self, packet, trimmed):
+        occupancy = self.occupancy
+        q = occupancy[Queue.CONTROL]
+        if q + packet.size > self._control_limit:
+            self.counters["dropped_full"] += 1
+            return False
+        self._controls.append(packet)
+        occupancy[Queue.CONTROL] = q + packet.size
+        if trimmed:
+            self.counters["trimmed"] += 1
+        return True
+
     # The wire's source interface.
     def pull(self):
-        departure = self.dequeue()
-        return None if departure is None else departure.frame
+        """:meth:`dequeue`, returning the packet (or None)."""
+        data, controls = self._data, self._controls
+        if controls and not (data and self.control_run >= self._burst):
+            queue, packet = Queue.CONTROL, controls.popleft()
+            self.control_run = self.control_run + 1 if data else 0
+        elif data:
+            queue, packet = Queue.DATA, data.popleft()
+            self.control_run = 0
+        else:
+            return None
+        self.occupancy[queue] -= packet.size
+        self.counters["forwarded"] += 1
+        return packet
 
     def sent(self):
         """Nothing to do when a frame leaves (the wire's source interface)."""
@@ -320,11 +419,18 @@ class Wire:
         self.epoch = 0
         self.busy_until = 0
         self.wake = False
-        self.counters = dict(frames=0, bytes=0, delivered=0, lost=0, lost_cut=0, trimmed=0,
-                             ce_marked=0)
+        self.frames = self.bytes = self.delivered = 0          # see counters
+        self.lost = self.lost_cut = self.trimmed = self.ce_marked = 0
+        self._start_call = self._start         # the event callbacks, bound once
+        self._arrive_call = self._arrive
 
-    def tx_time(self, size):
-        return int((size + self.overhead) * self.ps_per_byte + 0.5)
+    @property
+    def counters(self):
+        """Frames and bytes sent, frames delivered, lost (faults), lost as the link was cut,
+        trimmed and CE-marked by faults."""
+        return dict(frames=self.frames, bytes=self.bytes, delivered=self.delivered,
+                    lost=self.lost, lost_cut=self.lost_cut, trimmed=self.trimmed,
+                    ce_marked=self.ce_marked)
 
     def kick(self):
         """The source has a frame: start now if idle, else when the current one is out."""
@@ -334,60 +440,67 @@ class Wire:
             self._start(None)
         else:
             self.wake = True
-            self.loop.at(self.busy_until, self._start)
+            self.loop.at(self.busy_until, self._start_call)
 
     def _start(self, _):
         self.wake = False
-        packet = self.source.pull()
+        source = self.source
+        packet = source.pull()
         if packet is None:
             return
-        end = self.loop.now + self.tx_time(packet.size)
+        loop = self.loop
+        size = packet.size
+        end = loop.now + int((size + self.overhead) * self.ps_per_byte + 0.5)
         self.busy_until = end
-        self.launch(packet, end)
-        self.source.sent()
-        if not self.wake and self.source.waiting():
+        if self.up and not self.impairments:        # launch(), without faults
+            self.frames += 1
+            self.bytes += size
+            packet.epoch = self.epoch
+            loop.at(end + self.delay, self._arrive_call, packet)
+        else:
+            self.launch(packet, end)
+        source.sent()
+        if not self.wake and source.waiting():
             self.wake = True
-            self.loop.at(end, self._start)
+            loop.at(end, self._start_call)
 
     def launch(self, packet, end):
         """``packet``'s last bit leaves at ``end``: apply the faults and schedule its arrival."""
-        counters = self.counters
-        counters["frames"] += 1
-        counters["bytes"] += packet.size
+        self.frames += 1
+        self.bytes += packet.size
         if not self.up:
-            counters["lost_cut"] += 1
+            self.lost_cut += 1
             return
         arrive = end + self.delay
-        for imp in self.impairments:
+        for imp in self.impairments:      # usually none
             rng = self.rng
             if imp.loss and rng.random() < imp.loss:
-                counters["lost"] += 1
+                self.lost += 1
                 return
             if imp.trim and classify(packet.dscp) == FrameClass.TRIMMABLE and \
                     packet.size >= TRIM_MIN_BYTES and rng.random() < imp.trim:
                 packet.trim(imp.trim_size, Dscp.TRIMMED)
-                counters["trimmed"] += 1
+                self.trimmed += 1
             if imp.ce and packet.ecn in (Ecn.ECT0, 1) and rng.random() < imp.ce:
                 packet.mark_ce()
-                counters["ce_marked"] += 1
+                self.ce_marked += 1
             if imp.delay_ns:
                 arrive += ps(imp.delay_ns)
             if imp.jitter_ns:
                 arrive += int(rng.random() * ps(imp.jitter_ns))
         packet.epoch = self.epoch
-        self.loop.at(arrive, self._arrive, packet)
+        self.loop.at(arrive, self._arrive_call, packet)
 
     def _arrive(self, packet):
         if packet.epoch != self.epoch:
-            self.counters["lost_cut"] += 1
+            self.lost_cut += 1
             return
-        self.counters["delivered"] += 1
+        self.delivered += 1
         self.sink.receive(packet, self.sink_port)
 
     def in_flight(self):
         """Frames launched and neither delivered nor lost yet."""
-        c = self.counters
-        return c["frames"] - c["delivered"] - c["lost"] - c["lost_cut"]
+        return self.frames - self.delivered - self.lost - self.lost_cut
 
     def cut(self):
         """The link is cut: frames on the wire are lost, frames sent while down too."""
@@ -421,7 +534,8 @@ class Switch:
         self.un.set_own(block=block, usid=own_usid)
         for i, (key, port) in enumerate(sorted(self.routes.items())):
             self.un.set_entry(i, key, port)
-        self._cache = {}
+        self._cache = {}               # outer destination -> un_step's answer (light packets)
+        self._hops = {}                # outer destination -> (new one, egress port, its wire)
         self.ingress = [dict(dropped_no_route=0, dropped_hop_limit=0, dropped_malformed=0)
                         for _ in self.ports]
 
@@ -429,8 +543,17 @@ class Switch:
         packet.inport = port
         if self.latency:
             self.loop.at(self.loop.now + self.latency, self.forward, packet)
-        else:
-            self.forward(packet)
+            return
+        if packet.frame is None and packet.hop_limit > 1:
+            # A light packet on a route forward() already took: the same steps, inline.
+            hop = self._hops.get(packet.da)
+            if hop is not None:
+                packet.da, egress, wire = hop
+                packet.hop_limit -= 1
+                if egress.admit(packet):
+                    wire.kick()
+                return
+        self.forward(packet)
 
     def route(self, packet):
         """The egress port of ``packet`` after the uN step (rewriting it), or a drop reason."""
@@ -454,6 +577,7 @@ class Switch:
         return step.port
 
     def forward(self, packet):
+        da = packet.da
         port = self.route(packet)
         if isinstance(port, str):
             self.ingress[packet.inport][f"dropped_{port}"] += 1
@@ -461,7 +585,9 @@ class Switch:
         if port >= len(self.ports):
             self.ingress[packet.inport]["dropped_no_route"] += 1
             return
-        if self.ports[port].enqueue(packet).verdict in _ADMITTED:
+        if packet.frame is None:       # every light packet to da goes so (see receive)
+            self._hops[da] = (packet.da, self.ports[port], self.wires[port])
+        if self.ports[port].admit(packet):
             self.wires[port].kick()
 
     def counters(self):
@@ -525,7 +651,7 @@ class Network:
             sw_b = self.switches[node_b]
             if node_a[0] == HOST:
                 _, p, h = node_a
-                tap = _HostSink(self, h, p)
+                tap = _Unattached(h)
                 down = Wire(self.loop, f"{node_b}:{link.b_port}->host{h}", topo.link_gbps, delay,
                             topo.wire_overhead, sw_b.ports[link.b_port], tap, p, seed)
                 sw_b.wires[link.b_port] = down
@@ -548,6 +674,8 @@ class Network:
         """Attach ``endpoint`` (``receive(packet, plane)``) to ``host``; ``ports[p]`` (optional)
         is the source of the host's wire on plane p (a model NIC port)."""
         self.endpoints[host] = endpoint
+        for p in range(self.topology.planes):
+            self.down_wires[host, p].sink = endpoint
         if ports is not None:
             for p, port in enumerate(ports):
                 self.host_wires[host, p].source = port
@@ -561,9 +689,6 @@ class Network:
         packet = frame if isinstance(frame, Packet) else Packet.from_frame(frame)
         self.host_wires[host, plane].launch(packet, self.loop.now)
         return packet
-
-    def deliver(self, host, plane, packet):
-        self.endpoints[host].receive(packet, plane)
 
     # --- faults ----------------------------------------------------------------------------------
 
@@ -631,16 +756,16 @@ class Network:
                    for q in port.queues.values())
 
 
-class _HostSink:
-    """The receiving end of a T0 -> host wire."""
+class _Unattached:
+    """The receiving end of a T0 -> host wire until an endpoint attaches to the host
+    (:meth:`Network.attach` makes the endpoint the wire's sink)."""
 
-    def __init__(self, network, host, plane):
-        self.network = network
+    def __init__(self, host):
         self.host = host
-        self.plane = plane
 
     def receive(self, packet, plane):
-        self.network.deliver(self.host, plane, packet)
+        raise ValueError(f"{packet} reached host {self.host} on plane {plane}, which has no "
+                         f"endpoint attached")
 
 
 class _NoSource:

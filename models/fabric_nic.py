@@ -37,27 +37,41 @@ control frames are dropped and counted.
 In bytes mode every frame is built by :mod:`models.packets` (``build_frame``, with its ICRC),
 read back by ``parse_frame`` at the receiver, and feedback reaches the reliability block as the
 FEEDBACK_RECORD of the frame. In light mode the same fields travel without bytes and the parsed
-SACK or NACK goes to the block's SACK or NACK step directly (:class:`FastReliability`, checked
-against the record path by the tests). Nothing here imports cocotb, Amaranth or scapy.
+SACK or NACK goes to the block's SACK or NACK step directly.
+
+**Speed.** The NICs run fast forms of the three golden models, each a subclass that computes
+exactly what its model computes (same outputs, same state; ``tests/test_fabric.py`` drives both
+with the same random inputs): :class:`FastReliability` (SACKs acknowledged by bit masks, PSN
+timers on a wheel), :class:`FastRxTracker` (mutable state, the SACK bitmap read from the receive
+bitmap by integer operations, SACKs as :class:`LightSack` tuples) and :class:`FastEvTable` (the
+choice made on a mutable copy of the QP's EV sets). Nothing here imports cocotb, Amaranth or
+scapy.
 """
 
-from collections import deque
-from dataclasses import dataclass
+from collections import deque, namedtuple
+from dataclasses import dataclass, fields as dataclass_fields
 from hashlib import blake2b
 
 from .fabric_net import PS_PER_US, Packet
 from .fabric_topology import nic_address, plane_address, port_mac
-from .layouts import Dscp, Ecn, HOP_LIMIT_DEFAULT, Opcode, PETH
-from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length,
+from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opcode, PETH,
+                      SackVerdict)
+from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
-from .records import CompletionStatus, EvEvent, ext_to_int, int_to_ext
-from .reliability import STREAMS, QpConfig, Reliability
-from .rx_tracker import Arrival, Probe, RxTracker, Verdict, psn_add, psn_diff
-from .spray import Choice, EvTable, ev_marked_records, make_ev, serve_qp
+from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
+from .reliability import STREAMS, PsnState, QpConfig, Reliability, _Entry, timeout_ticks
+from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, MPR_DEFAULT, MPR_UNIT, OOO_MODULUS,
+                         PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS, SACK_EVERY,
+                         WIMM_MAX_DEFAULT, Arrival, Nack, RxState, RxTracker, Sack,
+                         Verdict, on_arrival, psn_add, psn_diff, received)
+from .rx_tracker import Result as RxResult
+from .spray import (Choice, EvTable, PlaneSet, QpSet, SlotState, ev_marked_records, ev_plane,
+                    lfsr_step, make_ev)
 from .tick import TICK_NS
 
 __all__ = ["MRC", "ECMP", "TRANSPORTS", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
-           "ecmp_path", "draw_ev_sets", "TICK_PS", "COUNTERS"]
+           "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "TICK_PS",
+           "COUNTERS"]
 
 MRC = "mrc"
 ECMP = "ecmp"
@@ -71,6 +85,12 @@ PROBE_BYTES = frame_length(Opcode.PROBE, 0)
 _DATA = frozenset((Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST,
                    Opcode.WRITE_ONLY))
 _ACKREQ = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_ONLY))
+_PSN_HALF = PSN_MODULUS >> 1
+_MASK64 = (1 << 64) - 1
+_OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
+_EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (profile 4.1)
+_FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
+_GOOD, _SKIP = SlotState.GOOD, SlotState.SKIP
 
 COUNTERS = ("data_sent", "data_bytes_sent", "retransmitted", "retx_retired", "flushed",
             "sacks_sent", "nacks_sent", "probes_sent", "probe_answers", "sacks_received",
@@ -219,10 +239,28 @@ def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
 
 
 class FastReliability(Reliability):
-    """The reliability block with two more entry points for light mode: a SACK or NACK given as
-    the parsed :class:`models.rx_tracker.Sack` or :class:`models.rx_tracker.Nack` instead of the
-    FEEDBACK_RECORD bytes. Each does exactly what :meth:`Reliability.feedback` does after
-    unpacking the record (tests/test_fabric.py checks the outputs are the same)."""
+    """The reliability block (:class:`models.reliability.Reliability`) made fast for the fabric
+    model, its outputs unchanged (tests/test_fabric.py drives both with the same inputs):
+
+    - two more entry points for light mode, a SACK or NACK given as the parsed
+      :class:`models.rx_tracker.Sack` or :class:`models.rx_tracker.Nack` instead of the
+      FEEDBACK_RECORD bytes (each does what :meth:`Reliability.feedback` does after unpacking);
+    - a SACK acknowledges its cumulative range, bitmap and trigger by arithmetic on the
+      outstanding PSNs instead of visiting each of them;
+    - the PSN timers sit on a wheel (tick -> the PSNs whose deadline was set to it), so a tick
+      visits the PSNs due then, in the base block's order (QP order, then PSN order), instead
+      of every outstanding PSN.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._wheel = {}            # tick -> [(qpn, psn)] whose deadline was set to that tick
+        self._wait_cack = set()     # QPs that may hold a PSN in WAIT_CACK
+        self._acked = {}            # qpn -> bit k - 1 set when outstanding PSN cack + k is acked
+
+    def setup(self, qpn, start, enable=True, cfg=QpConfig()):
+        super().setup(qpn, start, enable, cfg)
+        self._acked.pop(qpn, None)
 
     def sack(self, qpn, sack):
         qp = self._active(qpn)
@@ -237,6 +275,467 @@ class FastReliability(Reliability):
             self.counters["fb_dropped"] += 1
             return
         self._nack(qpn, qp, nack.reason, nack.psn, nack.ev)
+
+    def _arm(self, qpn, psn, deadline):
+        """Put ``psn`` of QP ``qpn`` on the wheel at ``deadline`` (its entry's; a PSN on the
+        wheel at a tick whose deadline changed since costs one look then)."""
+        due = self._wheel.get(deadline)
+        if due is None:
+            self._wheel[deadline] = [(qpn, psn)]
+        else:
+            due.append((qpn, psn))
+
+    def send(self, rec):
+        """:meth:`Reliability.send`, the PSN's new deadline put on the wheel."""
+        if rec["flushed"]:
+            super().send(rec)                   # sets no deadline
+        else:
+            self.sent(rec["qpn"], rec["psn"], rec["ev"], rec["req_id"], rec["last"], rec["rtx"])
+
+    def sent(self, qpn, psn, ev, req_id, last, rtx):
+        """:meth:`send` of a SEND_RECORD with these fields and ``flushed`` = 0 (the block reads
+        no other field of it)."""
+        qp = self._active(qpn)
+        if qp is None:
+            self.counters["send_dropped"] += 1
+            return
+        if rtx:
+            entry = qp.entries.get(psn)
+            if entry is None or entry.acked or entry.state != PsnState.RETX_PENDING:
+                self.counters["send_stale"] += 1
+                return
+            self.counters["send_retx"] += 1
+            entry.ev = ev
+            entry.state = PsnState.IN_FLIGHT
+            entry.deadline = deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
+        else:
+            if psn != qp.next_psn or (psn - qp.cack) % PSN_MODULUS > qp.window:
+                self.counters["send_bad"] += 1
+                return
+            self.counters["send"] += 1
+            deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
+            qp.entries[psn] = _Entry(ev, req_id, bool(last), 0, PsnState.IN_FLIGHT, False,
+                                     deadline)
+            qp.next_psn = (psn + 1) % PSN_MODULUS
+        self._arm(qpn, psn, deadline)
+
+    def _nack(self, qpn, qp, reason, psn, ev):
+        super()._nack(qpn, qp, reason, psn, ev)
+        entry = qp.entries.get(psn)
+        if entry is not None:
+            if entry.state == PsnState.WAIT_CACK:
+                self._wait_cack.add(qpn)
+            elif entry.state == PsnState.WAIT_TIMER and entry.deadline > self.now:
+                self._arm(qpn, psn, entry.deadline)
+
+    def _sack(self, qpn, qp, sack):
+        cack_psn = sack.cack_psn
+        if psn_diff(cack_psn, qp.next_psn) >= 0:
+            self.counters["fb_bad"] += 1
+            return
+        self.counters["sack"] += 1
+        if sack.m == SackVerdict.SKIP_ONCE:
+            self._ev_event(qpn, sack.entropy, EvEvent.SKIP)
+        # Outstanding PSN k (1..n) is cack + k, bit k - 1 of the QP's acked mask (the entries'
+        # ``acked`` flags). A SACK that passed the check above acknowledges cumulatively
+        # exactly k <= psn_diff(cack_psn, cack): psn_diff(cack + k, cack_psn) could only wrap
+        # for a cack_psn half the PSN space behind, which the check refuses.
+        cack = qp.cack
+        entries = qp.entries
+        n = psn_diff(qp.next_psn, cack) - 1
+        window = (1 << n) - 1
+        front = max(0, min(n, psn_diff(cack_psn, cack)))
+        acked = (1 << front) - 1
+        bits = sack.sack_bitmap & _MASK64
+        if bits:
+            # Bitmap bit 63 - i is PSN base + i, which is k = first + i.
+            bits = int(f"{bits:064b}"[::-1], 2)
+            first = (cack_psn + sack.sack_offset - cack) % PSN_MODULUS
+            if first + BITMAP_BITS <= PSN_MODULUS:
+                bits = bits << first - 1 if first else bits >> 1
+            else:
+                bits >>= PSN_MODULUS - first + 1
+            acked |= bits & window
+        if not sack.pr:
+            k = (cack_psn + sack.ack_psn_offset - cack) % PSN_MODULUS
+            if 1 <= k <= n:
+                acked |= 1 << k - 1
+        mask = self._acked.get(qpn, 0)
+        new = acked & ~mask & ~((1 << front) - 1)       # popped at once when below front
+        while new:
+            low = new & -new
+            new ^= low
+            entries[(cack + low.bit_length()) % PSN_MODULUS].acked = True
+        mask |= acked
+        run = (~mask & (mask + 1)).bit_length() - 1          # trailing ones: cack moves so far
+        passed = [entries.pop((cack + k) % PSN_MODULUS) for k in range(1, run + 1)]
+        self._acked[qpn] = mask >> run
+        if passed:
+            qp.cack = (cack + run) % PSN_MODULUS
+            self._limit(qpn, qp)
+            for entry in passed:
+                if entry.last:
+                    if qp.wrs:
+                        qp.wrs.popleft()
+                    else:
+                        self.counters["wr_missing"] += 1
+                    self._complete(qpn, entry.req_id, CompletionStatus.OK)
+            if qpn in self._wait_cack:
+                self._wait_cack.discard(qpn)
+                for psn, entry in entries.items():      # in PSN order
+                    if not entry.acked and entry.state == PsnState.WAIT_CACK:
+                        self._retx(qpn, psn, entry, RetxCause.CACK_MOVED)
+        if sack.pr:
+            self._probe_answer(qpn, sack)
+
+    def tick(self):
+        """One 1.024 us tick, as :meth:`Reliability.tick`, visiting only the PSNs due."""
+        self.now += 1
+        now = self.now
+        if any(self.probes):
+            self._probe_timeouts(now)
+        due = self._wheel.pop(now, None)
+        if due:
+            by_qp = {}
+            for qpn, psn in due:
+                by_qp.setdefault(qpn, set()).add(psn)
+            for qpn in sorted(by_qp):
+                qp = self.qps[qpn]
+                if qp is None or qp.error:
+                    continue
+                cack = qp.cack
+                for psn in sorted(by_qp[qpn], key=lambda p: (p - cack) % PSN_MODULUS):
+                    entry = qp.entries.get(psn)
+                    if entry is not None and self._timer(qpn, qp, psn, entry, now):
+                        break
+        if any(self.probes):
+            self._probes_due(now)
+
+
+class LightSack(namedtuple("LightSack", [f.name for f in dataclass_fields(Sack)])):
+    """The fields of a :class:`models.rx_tracker.Sack`, in its order, in a named tuple (much
+    cheaper to build than the frozen dataclass): the SACK :class:`FastRxTracker` gives and a
+    light packet carries. :meth:`sack` gives the Sack."""
+
+    __slots__ = ()
+
+    def sack(self):
+        return Sack(*self)
+
+
+class FastRxTracker(RxTracker):
+    """The receive tracker of one QP (:class:`models.rx_tracker.RxTracker`) made fast for the
+    fabric model: its state held in mutable fields (:attr:`state` gives the
+    :class:`models.rx_tracker.RxState`), the cumulative PSN moved and the SACK bitmap read from
+    the receive bitmap with integer operations, plain fields in and ``(verdict, sack, nack)``
+    out (:meth:`arrive_fields`, :meth:`probe_fields`, :meth:`tick_fields`; the SACK as a
+    :class:`LightSack`). Every input gives
+    the verdict, SACK, NACK and next state of :func:`models.rx_tracker.on_arrival`,
+    :func:`~models.rx_tracker.on_probe` and :func:`~models.rx_tracker.on_tick`
+    (tests/test_fabric.py drives both with the same random inputs); a Write-with-Immediate, or
+    any packet while completions wait, goes through those functions themselves."""
+
+    def __init__(self, cack_psn, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT):
+        super().__init__(cack_psn, mpr=mpr, wimm_max=wimm_max)
+        self.mpr = self.config.mpr
+        self._ring = (1 << self.mpr) - 1
+
+    @property
+    def state(self):
+        return RxState(cack_psn=self.cack, bitmap=self.bitmap, ooo_count=self.ooo_count,
+                       placed_bytes=self.placed_bytes, since_sack=self.since_sack,
+                       uncovered=self.uncovered, ticks=self.ticks, last_psn=self.last_psn,
+                       last_ev=self.last_ev, last_ce=self.last_ce, wimm_waiting=self.wimm_waiting,
+                       error=self.error)
+
+    @state.setter
+    def state(self, state):
+        self.cack = state.cack_psn
+        self.bitmap = state.bitmap
+        self.ooo_count = state.ooo_count
+        self.placed_bytes = state.placed_bytes
+        self.since_sack = state.since_sack
+        self.uncovered = state.uncovered
+        self.ticks = state.ticks
+        self.last_psn = state.last_psn
+        self.last_ev = state.last_ev
+        self.last_ce = state.last_ce
+        self.wimm_waiting = state.wimm_waiting
+        self.error = state.error
+
+    @property
+    def cack_psn(self):
+        return self.cack
+
+    # --- the RxTracker interface -----------------------------------------------------------------
+
+    def arrive(self, arrival):
+        if arrival.opcode in IMM_OPCODES or self.wimm_waiting:
+            return self._step(on_arrival, arrival)
+        return self._result(self.arrive_fields(
+            arrival.psn, arrival.ev, arrival.ecn, arrival.dscp, arrival.ackreq, arrival.rtx,
+            arrival.opcode, arrival.payload_length, arrival.access_ok))
+
+    def probe(self, probe):
+        return self._result(self.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp))
+
+    def tick(self):
+        return self._result(self.tick_fields())
+
+    @staticmethod
+    def _result(answer):
+        verdict, sack, nack = answer
+        return RxResult(verdict, placed=verdict == Verdict.PLACED,
+                        sack=None if sack is None else sack.sack(), nack=nack)
+
+    # --- the fast entry points -------------------------------------------------------------------
+
+    def arrive_fields(self, psn, ev, ecn, dscp, ackreq, rtx, opcode, payload, access_ok):
+        """One data packet: ``(verdict, SACK or None, Nack or None)``, the SACK a
+        :class:`LightSack` (a :class:`models.rx_tracker.Sack` from the pure functions)."""
+        if opcode in IMM_OPCODES or self.wimm_waiting:
+            result = self._step(on_arrival, Arrival(
+                psn=psn, ev=ev, ecn=ecn, dscp=dscp, ackreq=ackreq, rtx=rtx, opcode=opcode,
+                payload_length=payload, access_ok=access_ok))
+            return result.verdict, result.sack, result.nack
+        counters = self.counters
+        if self.error:
+            counters[Verdict.QP_ERROR] += 1
+            return Verdict.QP_ERROR, None, None
+        cack = self.cack
+        mpr = self.mpr
+        ahead = (psn - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if ahead > mpr:
+            counters[Verdict.OUT_OF_WINDOW] += 1
+            return Verdict.OUT_OF_WINDOW, None, Nack(NackReason.PSN_OOR_WINDOW, psn, ev)
+        ce = ecn == Ecn.CE
+        if ahead <= 0 or self.bitmap >> psn % mpr & 1:
+            sack = self._sack(psn, ev, ce)
+            counters[Verdict.DUPLICATE] += 1
+            return Verdict.DUPLICATE, sack, None
+        if dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP:
+            reason = NackReason.TRIMMED if dscp == Dscp.TRIMMED else NackReason.TRIMMED_LASTHOP
+            counters[Verdict.TRIMMED] += 1
+            return Verdict.TRIMMED, None, Nack(reason, psn, ev)
+        if not access_ok:
+            counters[Verdict.ACCESS_ERROR] += 1
+            return Verdict.ACCESS_ERROR, None, Nack(NackReason.UNEXP_EVENT, psn, ev)
+        bitmap = self.bitmap | 1 << psn % mpr
+        # cack_psn moves over the run of received PSNs after it (the ring read from its place).
+        start = (cack + 1) % mpr
+        run = 0
+        if bitmap >> start & 1:
+            ring = self._ring
+            rotated = (bitmap >> start | bitmap << (mpr - start)) & ring
+            run = (~rotated & (rotated + 1)).bit_length() - 1
+            passed = (1 << run) - 1
+            bitmap &= ~((passed << start | passed >> (mpr - start)) & ring)
+            self.cack = (cack + run) % PSN_MODULUS
+        self.bitmap = bitmap
+        out_of_order = ahead > 1
+        self.ooo_count = (self.ooo_count + out_of_order) % OOO_MODULUS
+        self.placed_bytes = (self.placed_bytes + payload) % PLACED_BYTES_MODULUS
+        self.last_psn = psn
+        self.last_ev = ev
+        self.last_ce = ce
+        counters[Verdict.PLACED] += 1
+        count = self.since_sack + 1
+        if out_of_order or ce or rtx or ackreq or run > 1 or count >= SACK_EVERY:
+            return Verdict.PLACED, self._sack(psn, ev, ce), None
+        if not self.uncovered:
+            self.uncovered = True
+            self.ticks = 0
+        self.since_sack = count
+        return Verdict.PLACED, None, None
+
+    def probe_fields(self, ev, probe_id, ecn, dscp):
+        """One reliability probe: ``(verdict, LightSack or None, None)``."""
+        if self.error:
+            self.counters[Verdict.QP_ERROR] += 1
+            return Verdict.QP_ERROR, None, None
+        skip = ecn == Ecn.CE or dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP
+        sack = self._sack(self.cack, ev, skip, pr=1, probe_id=probe_id)
+        self.counters[Verdict.PROBE] += 1
+        return Verdict.PROBE, sack, None
+
+    def tick_fields(self):
+        """One 1.024 us tick: ``(verdict, LightSack or None, None)``."""
+        self.counters[Verdict.TICK] += 1
+        if self.error or not self.uncovered:
+            return Verdict.TICK, None, None
+        if self.ticks + 1 < COALESCE_TICKS:
+            self.ticks += 1
+            return Verdict.TICK, None, None
+        return Verdict.TICK, self._sack(self.last_psn, self.last_ev, self.last_ce), None
+
+    def _sack(self, trigger, ev, skip, pr=0, probe_id=0):
+        """The SACK of the state for ``trigger`` (as ``_make_sack``); the state is then SACKed
+        (the count of 4 restarts, the timer stops)."""
+        cack = self.cack
+        mpr = self.mpr
+        offset = max((trigger - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF, _OFFSET_MIN)
+        base = sack_base(cack, trigger)
+        sack_offset = (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if 0 < sack_offset < _PSN_HALF - BITMAP_BITS:
+            # Bit i (LSB first) is PSN base + i: received when its ring bit is set and it is
+            # inside the window (base + i - cack <= mpr); the SACK puts the base at bit 63.
+            shift = base % mpr
+            bitmap = self.bitmap
+            bits = (bitmap >> shift | bitmap << (mpr - shift)) & _MASK64
+            inside = mpr - sack_offset + 1
+            if inside < BITMAP_BITS:
+                bits &= (1 << max(inside, 0)) - 1
+            bitmap = int(f"{bits:064b}"[::-1], 2)
+        else:
+            state, cfg = self.state, self.config
+            bitmap = 0
+            for i in range(BITMAP_BITS):
+                if received(cfg, state, psn_add(base, i)):
+                    bitmap |= 1 << (BITMAP_BITS - 1 - i)
+        self.since_sack = 0
+        self.uncovered = False
+        self.ticks = 0
+        return LightSack(cack, offset, sack_offset, bitmap, mpr // MPR_UNIT,
+                         SackVerdict.SKIP_ONCE if skip else SackVerdict.NONE, pr, ev, probe_id,
+                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24))
+
+
+class _LivePlane:
+    """The mutable copy of one :class:`models.spray.PlaneSet` that :class:`FastEvTable`
+    chooses on."""
+
+    __slots__ = ("plane", "evs", "states", "pool", "pointer", "lfsr")
+
+    def __init__(self, ps):
+        self.plane, self.evs, self.states = ps.plane, ps.evs, list(ps.states)
+        self.pool, self.pointer, self.lfsr = ps.pool, ps.pointer, ps.lfsr
+
+    def frozen(self):
+        return PlaneSet(self.plane, self.evs, tuple(self.states), self.pool, self.pointer,
+                        self.lfsr)
+
+
+class _LiveQp:
+    """The mutable copy of one :class:`models.spray.QpSet` (``source``: the QpSet it copies
+    while no choice changed it)."""
+
+    __slots__ = ("source", "planes", "plane_pointer")
+
+    def __init__(self, qp):
+        self.source = qp
+        self.planes = [_LivePlane(ps) for ps in qp.planes]
+        self.plane_pointer = qp.plane_pointer
+
+    def frozen(self):
+        return QpSet(tuple(lp.frozen() for lp in self.planes), self.plane_pointer)
+
+
+class FastEvTable(EvTable):
+    """The EV table (:class:`models.spray.EvTable`) with the choice of profile 4.3, and SKIP,
+    made on a mutable copy of a QP's state, without building new states per packet
+    (tests/test_fabric.py drives both with the same inputs and compares the states).
+
+    :attr:`qps` stays the table of :class:`models.spray.QpSet`: reading it (as every
+    :class:`~models.spray.EvTable` method does) first writes back the QPs changed by choices
+    since; a QpSet written into it replaces the QP's copy. ``room`` is a bit mask."""
+
+    def __init__(self, planes, num_t1, **params):
+        self._live = {}             # qpn -> _LiveQp
+        self._changed = set()       # QPs whose _LiveQp is ahead of their QpSet
+        super().__init__(planes, num_t1, **params)
+        self._up_mask = (1 << planes) - 1
+
+    @property
+    def qps(self):
+        if self._changed:
+            for qpn in self._changed:
+                live = self._live[qpn]
+                self._qps[qpn] = live.source = live.frozen()
+            self._changed.clear()
+        return self._qps
+
+    @qps.setter
+    def qps(self, value):
+        self._qps = value
+        self._live.clear()
+        self._changed.clear()
+
+    def _live_qp(self, qpn):
+        """QP ``qpn``'s mutable copy (None when not configured)."""
+        live = self._live.get(qpn)
+        if qpn in self._changed:
+            return live
+        qp = self._qps.get(qpn)
+        if qp is None:
+            return None
+        if live is None or live.source is not qp:
+            live = self._live[qpn] = _LiveQp(qp)
+        return live
+
+    def set_plane_up(self, plane, up):
+        super().set_plane_up(plane, up)
+        self._up_mask = sum(1 << p for p, ok in enumerate(self.plane_up) if ok)
+
+    def event(self, qpn, ev, kind):
+        """:meth:`EvTable.event`; a SKIP (the commonest) changes the QP's copy in place when no
+        slot waits for a backup EV (then the refill after it has nothing to do)."""
+        if kind != EvEvent.SKIP:
+            return super().event(qpn, ev, kind)
+        live = self._live_qp(qpn)
+        plane = ev_plane(ev)
+        if live is None or plane >= len(live.planes) or ev not in live.planes[plane].evs:
+            return ()
+        lp = live.planes[plane]
+        states = lp.states
+        if any(st > _SKIP for st in states):
+            return super().event(qpn, ev, kind)
+        for slot, slot_ev in enumerate(lp.evs):
+            if slot_ev == ev and states[slot] == _GOOD:
+                states[slot] = _SKIP
+                self._changed.add(qpn)
+        return ()
+
+    def choose(self, qpn, room, avoid_ev=None):
+        live = self._live_qp(qpn)
+        if live is None:
+            self.qp(qpn)                # refused: not configured
+        planes = live.planes
+        n = len(planes)
+        ok = room & self._up_mask
+        for k in range(n):
+            p = (live.plane_pointer + k) % n
+            if not ok >> p & 1:
+                continue
+            lp = planes[p]
+            states, evs, pointer = lp.states, lp.evs, lp.pointer
+            a = len(evs)
+            mask = lp.lfsr & (a - 1)
+            skips = []
+            found = None
+            for r in range(a):
+                position = (pointer + r) % a
+                slot = position ^ mask
+                state = states[slot]
+                if state > _SKIP or evs[slot] == avoid_ev:
+                    continue
+                if state == _GOOD:
+                    found = position, slot
+                    break
+                skips.append((position, slot))
+            if found is None:
+                if not skips:
+                    continue
+                found = skips[0]
+            position, slot = found
+            for _, cleared in skips:
+                states[cleared] = _GOOD
+            lp.pointer = (position + 1) % a
+            if lp.pointer <= pointer:
+                lp.lfsr = lfsr_step(lp.lfsr)
+            live.plane_pointer = (p + 1) % n
+            self._changed.add(qpn)
+            return Choice(p, slot, evs[slot], position)
+        return None
 
 
 class SendQp:
@@ -269,7 +768,7 @@ class RecvQp:
         self.peer = peer
         self.peer_qpn = peer_qpn
         self.flow = flow
-        self.tracker = RxTracker(psn_add(start_psn, -1), mpr=mpr)
+        self.tracker = FastRxTracker(psn_add(start_psn, -1), mpr=mpr)
         self.rkey = region_rkey(qpn)
         self.base = region_base(qpn)
         self.size = size
@@ -287,24 +786,32 @@ def region_rkey(qpn):
 
 
 class NicPort:
-    """One plane port: control frames first, then a FIFO of ``capacity`` data frames."""
+    """One plane port: control frames first, then a FIFO of ``capacity`` data frames. The NIC's
+    ``room`` mask has this port's bit set while it is up with room in its FIFO (kept by
+    :meth:`push`, :meth:`pull` and :meth:`Nic.set_port`)."""
 
     def __init__(self, nic, plane, capacity):
         self.nic = nic
         self.plane = plane
+        self.bit = 1 << plane
         self.capacity = capacity
         self.control = deque()
         self.data = deque()
         self.up = True
         self.wire = None
 
-    def room(self):
-        return self.up and len(self.data) < self.capacity
+    def push(self, packet):
+        """Queue a data packet (the port had room)."""
+        self.data.append(packet)
+        if len(self.data) >= self.capacity:
+            self.nic.room &= ~self.bit
 
     def pull(self):
         if self.control:
             return self.control.popleft()
         if self.data:
+            if self.up:
+                self.nic.room |= self.bit
             return self.data.popleft()
         return None
 
@@ -332,18 +839,21 @@ class Nic:
         self.bytes_mode = bytes_mode
         self.ecmp = config.transport == ECMP
         self.t0 = topo.t0_of(host)
+        self.room = (1 << topo.planes) - 1      # ports up with room in their FIFO (NicPort)
         self.ports = [NicPort(self, p, config.port_fifo) for p in range(topo.planes)]
         network.attach(host, self, self.ports)
         for p, port in enumerate(self.ports):
             port.wire = network.host_wire(host, p)
-        self.table = EvTable(topo.planes, topo.t1s, slots=config.slots, backup=config.backup,
-                             ev_min_active=config.ev_min_active)
+        self.table = FastEvTable(topo.planes, topo.t1s, slots=config.slots,
+                                 backup=config.backup, ev_min_active=config.ev_min_active)
         self.reliability = FastReliability(
             n_qps=max(1, send_qps), ring=min(config.w_max, config.mpr),
             probe_entries=config.probe_entries, wr_depth=config.wr_depth,
             timer_bits=config.timer_bits())
-        self._handlers = tuple(zip(STREAMS, (self._on_retx, self._on_limit, self._on_retire,
-                                             self._on_completion, self._on_ev, self._on_control)))
+        # The block's output lists (emptied in place) with their handlers, in stream order.
+        self._handlers = tuple(zip((self.reliability.out[s] for s in STREAMS),
+                                   (self._on_retx, self._on_limit, self._on_retire,
+                                    self._on_completion, self._on_ev, self._on_control)))
         self.send_qps = []
         self.recv_qps = []
         self.pointer = 0
@@ -355,7 +865,7 @@ class Nic:
         self.on_data = None            # hook (nic, packet) called for every data packet sent
         self._wake_pending = False
         self._scheduling = False
-        self._carriers = {}            # (EV, peer) -> outer destination
+        self._carriers = {}            # peer -> {EV path: outer destination}
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -417,13 +927,6 @@ class Nic:
             self._wake_pending = True
             self.loop.at(self.loop.now, self._schedule)
 
-    def _room(self):
-        mask = 0
-        for p, port in enumerate(self.ports):
-            if port.room():
-                mask |= 1 << p
-        return mask
-
     def _schedule(self, _=None):
         self._wake_pending = False
         self.schedule()
@@ -440,14 +943,14 @@ class Nic:
             self._scheduling = False
 
     def _serve(self):
-        """QPs round-robin (:func:`models.spray.serve_qp`): a QP is eligible with a
+        """QPs round-robin (:func:`models.spray.serve_qp`, written out): a QP is eligible with a
         retransmission, or a new packet inside its window, for which a plane with room has a
         slot it may use. That last condition is learnt by asking the EV table for the choice
         (it changes nothing when it finds none): a QP it fails for is taken out of this round
         and the round-robin asked again from the same pointer."""
         qps = self.send_qps
         while qps:
-            room = self._room()
+            room = self.room
             if not room:
                 return
             for qp in qps:
@@ -456,22 +959,33 @@ class Nic:
                 while qp.retx and qp.retx[0][0] not in qp.by_psn:
                     qp.retx.popleft()
                     self.counters["retx_retired"] += 1
-            retx = [bool(qp.retx) and not qp.error for qp in qps]
-            new = [bool(qp.messages) and not qp.error and
-                   psn_diff(qp.psn_limit, qp.next_psn) > 0 for qp in qps]
+            # serve_qp over the QPs, each eligible with a retransmission, or a new packet in
+            # its window; a QP whose choice fails is left out (per kind) for this round.
+            count = len(qps)
+            no_retx = no_new = 0
             while True:
                 pointer = self.pointer
-                serve, self.pointer = serve_qp(pointer, retx, new, [True] * len(qps))
-                if serve is None:
+                for k in range(count):
+                    q = (pointer + k) % count
+                    qp = qps[q]
+                    if qp.error:
+                        continue
+                    is_retx = bool(qp.retx) and not no_retx >> q & 1
+                    if is_retx or (qp.messages and not no_new >> q & 1 and
+                                   psn_diff(qp.psn_limit, qp.next_psn) > 0):
+                        break
+                else:
                     return
-                qp = qps[serve.qp]
-                avoid = qp.retx[0][1] if serve.retx else None
-                choice = self._choose(qp, room, avoid)
+                self.pointer = (q + 1) % count
+                choice = self._choose(qp, room, qp.retx[0][1] if is_retx else None)
                 if choice is None:
-                    (retx if serve.retx else new)[serve.qp] = False
+                    if is_retx:
+                        no_retx |= 1 << q
+                    else:
+                        no_new |= 1 << q
                     self.pointer = pointer
                     continue
-                if serve.retx:
+                if is_retx:
                     self._send_data(qp, qp.retx.popleft()[0], choice, room, rtx=True)
                 else:
                     self._send_data(qp, self._segment(qp), choice, room, rtx=False)
@@ -520,22 +1034,24 @@ class Nic:
             qp.flow.first_sent = now
         if self.on_data is not None:
             self.on_data(self, packet)
-        self.reliability.send({
-            "qpn": qp.qpn, "psn": psn, "ev": choice.ev, "plane": choice.plane,
-            "slot": choice.slot, "req_id": message.req_id, "offset": offset, "length": length,
-            "tick": self.reliability.now, "room_mask": room, "rtx": int(rtx), "flushed": 0,
-            "last": int(offset + length >= message.length)})
-        self._drain()
+        # The SEND_RECORD (its fields the block reads; plane, slot, offset, length, tick and
+        # room_mask only inform the RTL's trace). A record not flushed makes no output record.
+        self.reliability.sent(qp.qpn, psn, choice.ev, message.req_id,
+                              int(offset + length >= message.length), int(rtx))
         port = self.ports[choice.plane]
-        port.data.append(packet)
+        port.push(packet)
         port.wire.kick()
 
     def _carrier(self, ev, peer):
         """The carrier towards ``peer`` on ``ev``: a data packet's path, or the reverse path of
-        a packet from ``peer`` on ``ev`` (profile 4.5 gives the same template), cached."""
-        da = self._carriers.get((ev, peer))
+        a packet from ``peer`` on ``ev`` (profile 4.5 gives the same template), cached per path
+        (plane and T1, ``EV[11:0]``: the salt does not change the carrier)."""
+        paths = self._carriers.get(peer)
+        if paths is None:
+            paths = self._carriers[peer] = {}
+        da = paths.get(ev & _EV_PATH_BITS)
         if da is None:
-            da = self._carriers[ev, peer] = self.topology.carrier(ev, self.host, peer)
+            da = paths[ev & _EV_PATH_BITS] = self.topology.carrier(ev, self.host, peer)
         return da
 
     def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx):
@@ -551,11 +1067,13 @@ class Nic:
                 rkey=region_rkey(qp.peer_qpn), dma_length=message.length,
                 payload=qp.flow.buffer[start:start + length], rtx=int(rtx))
             frame = build_frame(hdr, payload)
-        return Packet(frame_length(opcode, length), da, HOP_LIMIT_DEFAULT,
+        size = _FRAME_BYTES.get((opcode, length))
+        if size is None:
+            size = _FRAME_BYTES[opcode, length] = frame_length(opcode, length)
+        return Packet(size, da, HOP_LIMIT_DEFAULT,            # fields in order (see Packet)
                       Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE, Ecn.ECT0, frame,
-                      src=self.host, dst=qp.peer, plane=choice.plane, opcode=opcode,
-                      qpn=qp.peer_qpn, psn=psn, ev=ev, payload=length,
-                      ackreq=int(opcode in _ACKREQ), rtx=int(rtx), info=va)
+                      self.host, qp.peer, choice.plane, opcode, qp.peer_qpn, psn, ev, length,
+                      int(opcode in _ACKREQ), int(rtx), va)
 
     def _addresses(self, plane, peer, da):
         return Addresses(eth_dst=port_mac(plane, 0xFFFF), eth_src=port_mac(plane, self.host),
@@ -595,9 +1113,9 @@ class Nic:
                 hdr, _ = probe_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
                                       probe_id=info)
                 frame = build_frame(hdr)
-        port.control.append(Packet(size, da, HOP_LIMIT_DEFAULT, dscp, ecn, frame, src=self.host,
-                                   dst=peer, plane=plane, opcode=opcode, qpn=qpn, ev=ev,
-                                   info=info, sent=self.loop.now))
+        port.control.append(Packet(size, da, HOP_LIMIT_DEFAULT, dscp, ecn, frame,  # in order
+                                   self.host, peer, plane, opcode, qpn, 0, ev, 0, 0, 0, info,
+                                   self.loop.now))
         port.wire.kick()
 
     # --- ports (4.6) -----------------------------------------------------------------------------
@@ -607,7 +1125,11 @@ class Nic:
         port = self.ports[plane]
         port.up = bool(up)
         self.table.set_plane_up(plane, up)
-        if not up:
+        if up:
+            if len(port.data) < port.capacity:
+                self.room |= port.bit
+        else:
+            self.room &= ~port.bit
             self.counters["control_dropped_port_down"] += len(port.control)
             port.control.clear()
             flushed, port.data = port.data, deque()
@@ -680,16 +1202,18 @@ class Nic:
         if qp is None:
             self.counters["dropped_unknown_qp"] += 1
             return
-        va, access_ok, payload = self._access(qp, packet)
-        result = qp.tracker.arrive(Arrival(
-            psn=packet.psn, ev=packet.ev, ecn=packet.ecn, dscp=packet.dscp, ackreq=packet.ackreq,
-            rtx=packet.rtx, opcode=packet.opcode, payload_length=packet.payload,
-            access_ok=access_ok))
+        if packet.frame is None:                    # _access, light packets
+            va, payload = packet.info, None
+            access_ok = qp.base <= va and va + packet.payload <= qp.base + qp.size
+        else:
+            va, access_ok, payload = self._access(qp, packet)
+        verdict, sack, nack = qp.tracker.arrive_fields(
+            packet.psn, packet.ev, packet.ecn, packet.dscp, packet.ackreq, packet.rtx,
+            packet.opcode, packet.payload, access_ok)
         counters = self.counters
         if packet.ecn == Ecn.CE:
             counters["ce_received"] += 1
-        verdict = result.verdict
-        if result.placed:
+        if verdict == Verdict.PLACED:
             counters["placed"] += 1
             qp.placed_bytes += packet.payload
             if qp.memory is not None:
@@ -706,20 +1230,17 @@ class Nic:
             counters["trimmed_received"] += 1
         elif verdict == Verdict.OUT_OF_WINDOW:
             counters["out_of_window"] += 1
-        if result.sack is not None:
+        if sack is not None:
             counters["sacks_sent"] += 1
-            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, result.sack.entropy,
-                               result.sack)
-        if result.nack is not None:
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
+        if nack is not None:
             counters["nacks_sent"] += 1
-            self._send_control(Opcode.NACK, qp.peer_qpn, qp.peer, result.nack.ev, result.nack)
+            self._send_control(Opcode.NACK, qp.peer_qpn, qp.peer, nack.ev, nack)
 
     @staticmethod
     def _access(qp, packet):
-        """(VA, the R_Key and bounds check, payload bytes or None) of a data packet."""
-        if packet.frame is None:
-            va = packet.info
-            return va, qp.base <= va and va + packet.payload <= qp.base + qp.size, None
+        """(VA, the R_Key and bounds check, payload bytes) of a bytes-mode data packet (a light
+        one carries its VA only, checked in place by the caller)."""
         va, rkey, payload = packet.info
         ok = rkey == qp.rkey and qp.base <= va and va + len(payload) <= qp.base + qp.size
         return va, ok, payload
@@ -729,11 +1250,10 @@ class Nic:
         if qp is None:
             self.counters["dropped_unknown_qp"] += 1
             return
-        result = qp.tracker.probe(Probe(ev=packet.ev, probe_id=packet.info, ecn=packet.ecn,
-                                        dscp=packet.dscp))
-        if result.sack is not None:
+        _, sack, _ = qp.tracker.probe_fields(packet.ev, packet.info, packet.ecn, packet.dscp)
+        if sack is not None:
             self.counters["probe_answers"] += 1
-            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, packet.ev, result.sack)
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, packet.ev, sack)
 
     def _receive_feedback(self, packet):
         if packet.qpn >= len(self.send_qps):
@@ -759,27 +1279,25 @@ class Nic:
         """One 1.024 us tick: the receive trackers' coalescing timers and the reliability
         block's timers and probes."""
         for qp in self.recv_qps:
-            if qp.tracker.state.uncovered:
-                result = qp.tracker.tick()
-                if result.sack is not None:
+            if qp.tracker.uncovered:
+                _, sack, _ = qp.tracker.tick_fields()
+                if sack is not None:
                     self.counters["sacks_sent"] += 1
-                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, result.sack.entropy,
-                                       result.sack)
+                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
         if self.send_qps:
             self.reliability.tick()
             self._drain()
 
     def _drain(self):
         """Apply the reliability block's output records, stream by stream, until none is left."""
-        out = self.reliability.out
         busy = True
         while busy:
             busy = False
-            for stream, handler in self._handlers:
-                records = out[stream]
-                if records:
+            for pending, handler in self._handlers:
+                if pending:
                     busy = True
-                    out[stream] = []
+                    records = pending[:]
+                    pending.clear()
                     for record in records:
                         handler(record)
 

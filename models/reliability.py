@@ -478,27 +478,41 @@ class Reliability:
         """One 1.024 us tick: probe timeouts, PSN timers, probes due (module docstring)."""
         self.now += 1
         now = self.now
-        for p in self.probes:
-            if p is not None and p.outstanding and p.timeout_at == now:
-                p.outstanding = False
-                p.count = 0
+        self._probe_timeouts(now)
         for qpn, qp in enumerate(self.qps):
             if qp is None or qp.error:
                 continue
             for psn in qp.psns():
-                entry = qp.entries[psn]
-                if entry.acked or entry.state == PsnState.RETX_PENDING or entry.deadline != now:
-                    continue
-                if entry.state != PsnState.IN_FLIGHT:
-                    self._retx(qpn, psn, entry, RetxCause.NACK_OTHER)
-                    continue
-                self.counters["timeout"] += 1
-                if entry.retries >= qp.cfg.retry_limit:
-                    self._error(qpn, qp, CompletionStatus.RETRY_EXCEEDED)
+                if self._timer(qpn, qp, psn, qp.entries[psn], now):
                     break
-                entry.retries += 1
-                self._retx(qpn, psn, entry, RetxCause.TIMEOUT)
-                self._ev_event(qpn, entry.ev, EvEvent.BAD)
+        self._probes_due(now)
+
+    def _probe_timeouts(self, now):
+        """Tick ``now``: a probe whose answer did not come in time restarts its count."""
+        for p in self.probes:
+            if p is not None and p.outstanding and p.timeout_at == now:
+                p.outstanding = False
+                p.count = 0
+
+    def _timer(self, qpn, qp, psn, entry, now):
+        """The timer of outstanding PSN ``psn`` at tick ``now`` (if it is due); returns True when
+        the QP went into the error state (its other PSNs are then not visited)."""
+        if entry.acked or entry.state == PsnState.RETX_PENDING or entry.deadline != now:
+            return False
+        if entry.state != PsnState.IN_FLIGHT:
+            self._retx(qpn, psn, entry, RetxCause.NACK_OTHER)
+            return False
+        self.counters["timeout"] += 1
+        if entry.retries >= qp.cfg.retry_limit:
+            self._error(qpn, qp, CompletionStatus.RETRY_EXCEEDED)
+            return True
+        entry.retries += 1
+        self._retx(qpn, psn, entry, RetxCause.TIMEOUT)
+        self._ev_event(qpn, entry.ev, EvEvent.BAD)
+        return False
+
+    def _probes_due(self, now):
+        """Tick ``now``: every probe-list entry due sends its probe (unless one is outstanding)."""
         for p in self.probes:
             if p is None or p.next_due != now:
                 continue

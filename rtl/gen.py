@@ -43,7 +43,7 @@ TOPS = {
     "rx_tracker": top("rtl.rx_tracker", "RxTracker", n_qps=4, mpr=1024, wimm_max=16),
     "tx_path": top("rtl.tx_path", "TxPath"),
     "plane_splitter": top("rtl.plane_splitter", "PlaneSplitter"),
-    "tx_engine": top("rtl.tx_engine", "TxEngine"),
+    "tx_engine": top("rtl.tx_engine", "TxEngine", n_qps=4),
     "segmenter": top("rtl.segmenter", "Segmenter", data_width=64),
     "reliability": top("rtl.reliability", "Reliability", n_qps=4, ring=64, probe_entries=8,
                        wr_depth=16, timer_bits=10),
@@ -51,6 +51,11 @@ TOPS = {
     "rx_front": top("rtl.rx_front", "RxFront", n_planes=8, data_width=64),
     "rx_engine": top("rtl.rx_engine", "RxEngine", n_planes=8, data_width=64),
     "selftest": top("rtl.selftest", "SelfTest", data_width=64, ports=2, passes=3),
+    "axil_config": top("rtl.axil_config", "AxilConfig", addr_width=16, read_latency=1),
+    "nic_engine": top("rtl.nic_engine", "NicEngine", n_qps=4, n_planes=2, data_width=64),
+    "pattern_memory": top("rtl.pattern_memory", "PatternMemory", data_width=64),
+    "wr_generator": top("rtl.wr_generator", "WrGenerator"),
+    "selftest_nic": top("rtl.selftest_nic", "SelfTestNic"),
 }
 
 

@@ -311,7 +311,9 @@ class PlaneSplitter(wiring.Component):
             keep = Cat(*(rest > lane for lane in range(port_lanes)))
             m.d.comb += [
                 self.port(p, "tvalid").eq(tvalid),
-                self.port(p, "tdata").eq(w_data.word_select(sub, W) if ratio > 1 else w_data),
+                self.port(p, "tdata").eq(Array(w_data[k * W:(k + 1) * W]
+                                               for k in range(ratio))[sub[:exact_log2(ratio)]]
+                                         if ratio > 1 else w_data),
                 self.port(p, "tkeep").eq(Mux(tlast, keep, (1 << port_lanes) - 1)),
                 self.port(p, "tlast").eq(tlast),
                 self.port(p, "tuser").eq(tlast & w_user),

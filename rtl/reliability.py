@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, exact_log2
 
 from models.layouts import NETH, PETH, SETH, NackReason, Opcode, SackVerdict
@@ -150,6 +150,8 @@ class Reliability(wiring.Component):
     ``s_wr_tdata/tvalid/tready``: :data:`models.records.WORK_REQUEST` taps (``qpn``, ``req_id``).
     The four input ``tready`` depend on the inputs' ``tvalid`` (round-robin arbitration).
     ``tick_count``: the tick generator's 32-bit count.
+    ``qp_error`` (``n_qps``, out): bit q is QP q's error state (set by a QP error, cleared by a
+    set-up).
     ``m_retx``: :data:`models.records.RETX_REQUEST`; ``m_limit``:
     :data:`models.records.PSN_LIMIT`; ``m_retire``: :data:`models.records.RETIRE`; ``m_cpl``:
     :data:`models.records.COMPLETION` (``is_recv`` = 0, ``msn`` = ``imm`` = 0); ``m_ev``:
@@ -221,6 +223,7 @@ class Reliability(wiring.Component):
             **record_members("s_marked", records.EV_MARKED, sink=True),
             **record_members("s_wr", records.WORK_REQUEST, sink=True),
             "tick_count": In(32),
+            "qp_error": Out(n_qps),
             **record_members("m_retx", records.RETX_REQUEST, sink=False),
             **record_members("m_limit", records.PSN_LIMIT, sink=False),
             **record_members("m_retire", records.RETIRE, sink=False),
@@ -252,6 +255,7 @@ class Reliability(wiring.Component):
         # --- state ------------------------------------------------------------------------------
         enable = per_qp("enable", 1)
         error = per_qp("error", 1)
+        m.d.comb += self.qp_error.eq(Cat(*error))
         cack = per_qp("cack", _PSN_BITS)
         nxt = per_qp("next", _PSN_BITS)
         win = per_qp("window", bits_for(R))

@@ -85,6 +85,12 @@ class SelfTest(wiring.Component):
     ``tap_tx_tdata/tkeep/tlast/tvalid/tready``: the send frames entering the loop (a monitor, for
     benches; unconnected on boards). ``tap_rx_*``: the frames the checker takes from the loop.
     ``clk``, ``rst``: the sync domain.
+
+    Latency and throughput: the switch set-up takes 9 cycles after reset, then frames flow. The
+    header inserter alternates send and check frames, so the loop carries about half its rate:
+    0.49 beats per cycle into the loop measured without a switch, 0.43 through a switch of two
+    ports with 3 crossings per frame (``tb/test_selftest.py``; payloads 0..256 B). A frame is
+    checked as it comes back, at one beat per cycle.
     """
 
     def __init__(self, data_width=64, ports=2, passes=2, max_payload=1024,

@@ -54,7 +54,9 @@ class FrameSource(wiring.Component):
 
     Latency and throughput: the record is valid the cycle after the request; the payload's
     first beat the cycle after the record's handshake, then one beat per cycle; a new request is
-    taken the cycle after the last beat (or the record of a frame without payload).
+    taken the cycle after the last beat (or the record of a frame without payload). Every output
+    is a register or plain wiring of registers (the record's computed fields, ``tkeep`` and
+    ``tlast`` are registered), so nothing of this block adds to the header inserter's paths.
     """
 
     def __init__(self, config):
@@ -105,37 +107,48 @@ class FrameSource(wiring.Component):
         hdr_valid = Signal()
         pay_valid = Signal()
         lanes = [Signal(64, name=f"lane{j}") for j in range(lanes_n)]
-        remaining = Signal(range(cfg.max_payload + 1))
-
-        m.d.comb += self.req_ready.eq(~hdr_valid & ~pay_valid)
-        with m.If(self.req_valid & self.req_ready):
-            with m.If(self.req_check):
-                m.d.sync += [r.eq(r_check), seq.eq(seq_check), r_check.eq(xorshift64(r_check)),
-                             seq_check.eq(seq_check + 1)]
-                m.d.sync += [lane.eq(r_check ^ LANE_SALT[j]) for j, lane in enumerate(lanes)]
-            with m.Else():
-                m.d.sync += [r.eq(r_send), seq.eq(seq_send), r_send.eq(xorshift64(r_send)),
-                             seq_send.eq(seq_send + 1)]
-                m.d.sync += [lane.eq(r_send ^ LANE_SALT[j]) for j, lane in enumerate(lanes)]
-            m.d.sync += [check.eq(self.req_check), hdr_valid.eq(1)]
-
-        # --- the record ----------------------------------------------------------------------
-        nr = Signal(64)
+        # Record fields that take logic beyond wiring are registered with the state, so the
+        # header inserter sees registers on its record input.
         length = Signal(16)
         hop = Signal(8)
         opcode = Signal(8)
-        m.d.comb += [nr.eq(~r), length.eq(self._length(m, r)),
-                     hop.eq(Cat(r[50:56], Const(1, 1)) - Mux(check, cfg.passes, 0))]
-        with m.Switch(r[28:31]):
-            for index, op in enumerate(OPCODE_TABLE):
-                with m.Case(index):
-                    m.d.comb += opcode.eq(op)
+        outer_dst = Signal(128)
+        # The payload's byte count, last-beat flag and keep, registered a beat ahead.
+        remaining = Signal(range(cfg.max_payload + 1))
+        last = Signal()
+        keep = Signal(lanes_b)
+
+        def keep_of(count):
+            return Cat(*[count > lane for lane in range(lanes_b)])
+
+        m.d.comb += self.req_ready.eq(~hdr_valid & ~pay_valid)
+        with m.If(self.req_valid & self.req_ready):
+            chosen = Mux(self.req_check, r_check, r_send)
+            m.d.sync += [r.eq(chosen), seq.eq(Mux(self.req_check, seq_check, seq_send)),
+                         check.eq(self.req_check), hdr_valid.eq(1),
+                         length.eq(self._length(m, chosen)),
+                         hop.eq(Cat(chosen[50:56], Const(1, 1)) -
+                                Mux(self.req_check, cfg.passes, 0)),
+                         outer_dst.eq(self._outer_dst(chosen, self.req_check))]
+            m.d.sync += [lane.eq(chosen ^ LANE_SALT[j]) for j, lane in enumerate(lanes)]
+            with m.Switch(chosen[28:31]):
+                for index, op in enumerate(OPCODE_TABLE):
+                    with m.Case(index):
+                        m.d.sync += opcode.eq(op)
+            with m.If(self.req_check):
+                m.d.sync += [r_check.eq(xorshift64(r_check)), seq_check.eq(seq_check + 1)]
+            with m.Else():
+                m.d.sync += [r_send.eq(xorshift64(r_send)), seq_send.eq(seq_send + 1)]
+
+        # --- the record ----------------------------------------------------------------------
+        nr = Signal(64)
+        m.d.comb += nr.eq(~r)
         rec = self.m_hdr_tdata
         m.d.comb += [
             rec.eth_dst.eq(Cat(r[:32], seq[:16])), rec.eth_src.eq(r[16:]),
             rec.dscp.eq(Dscp.TRIMMABLE), rec.ecn.eq(r[40:42]), rec.flow_label.eq(r[20:40]),
             rec.hop_limit.eq(hop),
-            rec.outer_src.eq(Cat(nr, r)), rec.outer_dst.eq(self._outer_dst(r, check)),
+            rec.outer_src.eq(Cat(nr, r)), rec.outer_dst.eq(outer_dst),
             rec.inner_src.eq(Cat(r, nr)), rec.inner_dst.eq(Cat(seq, r, ~seq)),
             rec.udp_sport.eq(r[48:]), rec.opcode.eq(opcode), rec.dest_qpn.eq(r[:24]),
             rec.ackreq.eq(r[63]), rec.rtx.eq(r[62]), rec.psn.eq(seq[:24]),
@@ -145,21 +158,21 @@ class FrameSource(wiring.Component):
         ]
         assert len(Cat(r, nr, _rot32(r), r, seq)) == EXT_WIDTH
         with m.If(self.m_hdr_tvalid & self.m_hdr_tready):
-            m.d.sync += [hdr_valid.eq(0), pay_valid.eq(length != 0), remaining.eq(length)]
+            m.d.sync += [hdr_valid.eq(0), pay_valid.eq(length != 0), remaining.eq(length),
+                         last.eq(length <= lanes_b), keep.eq(keep_of(length))]
 
         # --- the payload ---------------------------------------------------------------------
-        last = Signal()
         m.d.comb += [
-            last.eq(remaining <= lanes_b),
             self.m_axis_tdata.eq(Cat(*lanes)),
+            self.m_axis_tkeep.eq(keep),
             self.m_axis_tlast.eq(last),
             self.m_axis_tvalid.eq(pay_valid),
             self.m_axis_tuser.eq(0),
         ]
-        for lane in range(lanes_b):
-            m.d.comb += self.m_axis_tkeep[lane].eq(~last | (remaining > lane))
+        rest = Signal.like(remaining)
+        m.d.comb += rest.eq(remaining - lanes_b)
         with m.If(self.m_axis_tvalid & self.m_axis_tready):
-            m.d.sync += [remaining.eq(remaining - lanes_b),
+            m.d.sync += [remaining.eq(rest), last.eq(rest <= lanes_b), keep.eq(keep_of(rest)),
                          *[lane.eq(xorshift64(lane)) for lane in lanes]]
             with m.If(last):
                 m.d.sync += pay_valid.eq(0)

@@ -135,12 +135,16 @@ class TxPath(wiring.Component):
     ------------------
     Data packets keep their order (the payload stream pairs with the headers in the header
     inserter). One spray request is in flight at a time. A packet's request is presented when some
-    plane is ok, with ``plane_ok`` as it is in that cycle (held until the request is taken: that is
-    the ``room_mask`` of its send record); an answer with ``found`` = 0 sends the request again
-    (when some plane is ok). A control record waiting goes first: no new request is presented
-    while one waits whose plane is ok (the registered ``plane_ok`` of the previous cycle) or down
-    (the splitter flushes it); it leaves once no request is presented or in flight and the header
-    register is free. A control record of a plane neither ok nor down waits without blocking data.
+    plane is ok, with ``plane_ok`` as it is in that cycle, less the plane of a control record
+    waiting (held until the request is taken: that is the ``room_mask`` of its send record); an
+    answer with ``found`` = 0 sends the request again (when some plane is ok). A control record
+    waiting goes first: no new request is presented while one waits whose plane is ok (the
+    registered ``plane_ok`` of the previous cycle) or down (the splitter flushes it); it leaves
+    once no request is presented or in flight and the header register is free. A control record
+    of a plane neither ok nor down waits without blocking data to the other planes, and keeps its
+    own plane out of the data requests, so the room a frame leaves there is its own: on a plane
+    kept busy by data, SACKs and NACKs leave as soon as the frames queued ahead of them let them
+    (else data takes every room first, they starve, and the peer's timers fire on healthy paths).
 
     Latency and throughput
     ----------------------
@@ -300,7 +304,13 @@ class TxPath(wiring.Component):
             m.d.sync += ctrl_hold.eq(0)
 
         # --- requests ----------------------------------------------------------------------------
-        ok_now = self.plane_ok
+        # A control record waiting keeps its plane out of the data requests: the room a frame
+        # leaves there goes to it, not to the next data packet (else a busy plane starves it).
+        ctrl_plane = Signal(npl)
+        with m.If(c_valid & c_good):
+            m.d.comb += ctrl_plane.eq((Const(1, npl) << c_plane[:plw])[:npl])
+        ok_now = Signal(npl)
+        m.d.comb += ok_now.eq(self.plane_ok & ~ctrl_plane)
         block_req = ctrl_wants
         free_after = ~held | data_done
         start_new = Signal()

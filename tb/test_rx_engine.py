@@ -74,12 +74,15 @@ from tb.common.runner import run_bench
 from tb.rx_traffic import MALFORMED_KINDS, Labelled, RxTraffic
 
 MASK32 = 0xFFFF_FFFF
-ENGINE = dict(n_qps=4, n_regions=4, buffer_bytes=8192, header_slots=8, pmtu=4096, mpr=256,
+# The benches' engine: few header slots (phase 2 runs out of them); body rings of two of the
+# largest frames, the least that takes a plane at full rate when the core is no wider than it
+# (N = 1: the next frame arrives while the last one is read).
+ENGINE = dict(n_qps=4, n_regions=4, buffer_bytes=16384, header_slots=8, pmtu=4096, mpr=256,
               wimm_max=16)
 PMTU = 1024                 # payloads of the random traffic
 MALFORMED = 2000            # malformed frames of phase 1
 MESSAGES = 45               # messages per QP in phase 1
-FULL_FRAMES = 10            # large frames per plane in phase 2
+FULL_FRAMES = 12            # large frames per plane in phase 2
 AFTER_MESSAGES = 6          # in-order messages per QP in phase 3
 TICK_PROBABILITY = 1 / 150  # per cycle
 PERF_FRAMES = 8             # frames per plane and payload size

@@ -12,7 +12,8 @@ outputs backpressure at random and the sources idle at random.
 
 Checked: every header, send record and plane frame record equals the model's (data records with
 the bench's choice, the ``plane_ok`` the request carried, which must be the input's in the cycle
-the request was first presented, and the tick counter of the answer's cycle), control headers in
+the request was first presented less the plane of a control record waiting (``ctrl_plane``), and
+the tick counter of the answer's cycle), control headers in
 their order and data headers in theirs; one request in flight at most; requests and plane frame
 records stay stable until taken; every counter; every stream empty at the end.
 
@@ -188,7 +189,7 @@ class Scheduler:
             word = int(dut.m_req_tdata.value) if valid else None
             if valid:
                 if first_seen is None:
-                    first_seen = (cycle, int(dut.plane_ok.value))
+                    first_seen = (cycle, int(dut.plane_ok.value) & ~int(dut.ctrl_plane.value))
                 else:
                     assert word == last_req, "m_req payload changed before it was taken"
                 last_req = word

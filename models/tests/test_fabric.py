@@ -13,20 +13,25 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from models.fabric import (Fault, FrameFabric, Scenario, SwitchSettings, load_scenario,
                            failure_loss, lone_goodputs, main, run_scenario)
 from models.fabric_net import (EventLoop, FabricPort, Impairment, Network, Packet, Wire, ps)
-from models.fabric_nic import (FastReliability, NicConfig, draw_ev_sets, ecmp_path)
+from models.fabric_nic import (FastEvTable, FastReliability, FastRxTracker, LightSack, NicConfig,
+                               draw_ev_sets, ecmp_path)
 from models.fabric_topology import T0, T1, Topology, nic_address, plane_address
-from models.layouts import Dscp, Ecn, HOP_LIMIT_DEFAULT, NackReason, Opcode
+from models.layouts import NETH, Dscp, Ecn, HOP_LIMIT_DEFAULT, NackReason, Opcode
 from models.packets import Addresses, build_frame, data_packet, parse_frame
-from models.records import ext_to_int
-from models.reliability import QpConfig
-from models.rx_tracker import Nack, RxTracker, Arrival
-from models.spray import ev_path, make_ev
-from models.switch_queue import EgressPort, PortConfig
+from models.records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
+from models.reliability import QpConfig, Reliability
+from models.rx_tracker import Arrival, Nack, Probe, RxState, RxTracker, Sack, psn_add
+from models.spray import EvTable, ev_path, make_ev
+from models.switch_queue import EgressPort, PortConfig, Verdict
+from models.tests.reliability_world import World, run_model
+from models.tests.test_reliability import scenarios as reliability_scenarios
 from models.usid import Role, carrier_usids, decode, encode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,12 +156,14 @@ def test_switch_drops_are_counted_by_reason():
     st.booleans(), st.integers(1, 0xFFFF))
 def test_fabric_port_decides_as_egress_port(ops, fabric_facing, seed):
     """The same frames, enqueued and dequeued in the same order, through EgressPort (bytes),
-    FabricPort with frames and FabricPort with light packets: the same verdicts, the same frames
-    out (light: the same sizes, DSCPs and ECN), the same counters."""
+    FabricPort with frames and FabricPort with light packets, and through the switches' fast
+    entry points (``admit`` and ``pull``, light packets): the same verdicts, the same frames out
+    (light: the same sizes, DSCPs and ECN), the same counters."""
     topo = SMALL
     cfg = PortConfig(fabric_facing=fabric_facing, data_limit=12000, kmin=2000, kmax=8000,
                      lfsr_seed=seed)
     reference, frames_port, light_port = EgressPort(cfg), FabricPort(cfg), FabricPort(cfg)
+    fast_port = FabricPort(cfg)
     for psn, (dequeues, size, dscp, ecn) in enumerate(ops):
         frame = bytearray(frame_between(topo, 0, 3, make_ev(0, 1, 2), psn, b"\x11" * size))
         frame[15] = (frame[15] & 0x0F) | (dscp & 0x3) << 6 | ecn << 4     # TC low bits
@@ -166,16 +173,51 @@ def test_fabric_port_decides_as_egress_port(ops, fabric_facing, seed):
         a = reference.enqueue(frame)
         b = frames_port.enqueue(Packet.from_frame(frame))
         c = light_port.enqueue(light)
+        d = fast_port.admit(Packet(len(frame), 0, 64, dscp, ecn))
         assert a.verdict == b.verdict == c.verdict
+        assert d == (a.verdict in (Verdict.DATA, Verdict.CONTROL, Verdict.TRIMMED))
         for _ in range(dequeues):
             x, y, z = reference.dequeue(), frames_port.dequeue(), light_port.dequeue()
-            assert (x is None) == (y is None) == (z is None)
+            w = fast_port.pull()
+            assert (x is None) == (y is None) == (z is None) == (w is None)
             if x is not None:
                 assert x.frame == y.frame.frame
                 assert (len(x.frame), y.frame.dscp, y.frame.ecn) == \
-                    (z.frame.size, z.frame.dscp, z.frame.ecn)
-    assert reference.counters == frames_port.counters == light_port.counters
-    assert reference.lfsr == light_port.lfsr
+                    (z.frame.size, z.frame.dscp, z.frame.ecn) == (w.size, w.dscp, w.ecn)
+        assert reference.occupancy == fast_port.occupancy
+    assert reference.counters == frames_port.counters == light_port.counters == \
+        fast_port.counters
+    assert reference.lfsr == light_port.lfsr == fast_port.lfsr
+
+
+# --- The event loop ------------------------------------------------------------------------------
+
+def test_event_loop_order_until_and_halt():
+    """Events run in time order, ties in scheduling order (also those scheduled for now while
+    running); ``until`` stops after that time and leaves ``now`` there; ``halt`` returns after
+    the current event; times are integer picoseconds."""
+    loop = EventLoop()
+    log = []
+
+    def record(tag):
+        log.append((loop.now, tag))
+        if tag == "b":
+            loop.at(loop.now, record, "b-now")
+        if tag == "halt":
+            loop.halt()
+
+    for time, tag in ((30, "c"), (10, "a"), (10, "b"), (20, "halt"), (20, "after-halt"),
+                      (1 << 50, "far")):
+        loop.at(time, record, tag)
+    assert loop.run() == 4 and loop.now == 20
+    assert log == [(10, "a"), (10, "b"), (10, "b-now"), (20, "halt")]
+    assert loop.run(until=25) == 1 and loop.now == 25 and loop.next_time() == 30
+    assert loop.run(until=1 << 50) == 2 and log[-1] == (1 << 50, "far")
+    assert loop.pending() == 0 and loop.events == 7
+    with pytest.raises(ValueError):
+        loop.at(5, record, "past")
+    with pytest.raises(TypeError):
+        loop.run(until=2.5)
 
 
 # --- Wires and faults -----------------------------------------------------------------------------
@@ -308,46 +350,235 @@ def test_frame_fabric_for_rtl_benches():
     assert counters["wire_lost"] == 2 and counters["dropped_port_down"] == 1
 
 
-# --- The reliability block's light-mode entry points --------------------------------------------
+# --- The fast forms of the NIC's golden models (same outputs, same states) -----------------------
 
-@settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2 ** 24 - 1), st.integers(0, 1000))
-def test_fast_reliability_equals_feedback_records(start, seed):
-    """A SACK or NACK given parsed (light mode) does what its FEEDBACK_RECORD does."""
+class TwinReliability:
+    """:class:`Reliability` fed FEEDBACK_RECORDs and :class:`FastReliability` fed the parsed
+    SACKs (as :class:`LightSack`) and NACKs, in lockstep: :meth:`take` asserts that both gave
+    the same output records and hold the same state."""
+
+    def __init__(self, **params):
+        self.slow, self.fast = Reliability(**params), FastReliability(**params)
+        self.counters = self.slow.counters
+
+    def setup(self, *args):
+        self.slow.setup(*args)
+        self.fast.setup(*args)
+
+    def send(self, rec):
+        self.slow.send(rec)
+        self.fast.send(rec)
+
+    def feedback(self, rec):
+        self.slow.feedback(rec)
+        if rec["opcode"] == Opcode.SACK:
+            sack = Sack.from_ext(int_to_ext(rec["ext"], 36))
+            self.fast.sack(rec["qpn"], LightSack(*(getattr(sack, f) for f in LightSack._fields)))
+        elif rec["opcode"] == Opcode.NACK:
+            neth = NETH.unpack(int_to_ext(rec["ext"], NETH.size))
+            self.fast.nack(rec["qpn"], Nack(neth["nack_reason"], neth["nack_psn"],
+                                            neth["entropy"]))
+        else:
+            self.fast.feedback(rec)
+
+    def marked(self, rec):
+        self.slow.marked(rec)
+        self.fast.marked(rec)
+
+    def work_request(self, rec):
+        self.slow.work_request(rec)
+        self.fast.work_request(rec)
+
+    def tick(self):
+        self.slow.tick()
+        self.fast.tick()
+
+    def take(self):
+        out = self.slow.take()
+        assert self.fast.take() == out
+        slow, fast = self.slow, self.fast
+        assert (slow.now, slow.probe_id, slow.probes) == (fast.now, fast.probe_id, fast.probes)
+        for a, b in zip(slow.qps, fast.qps):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert (a.cack, a.next_psn, a.error, a.wrs, a.entries) == \
+                    (b.cack, b.next_psn, b.error, b.wrs, b.entries)
+        assert slow.counters == fast.counters
+        return out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reliability_scenarios())
+def test_fast_reliability_equals_reliability(case):
+    """The closed loop of ``reliability_world`` (loss, trims, CE marks, NO_PKT_BUFFER and
+    PSN_OOR_WINDOW NACKs, dead paths, planes down with flushed packets, a wrong R_Key, a doomed
+    QP, PSNs and ticks wrapping) run by both blocks at once: every output record, counter and
+    QP state the same after every input and tick."""
+    sc, cfgs, seed = case
     rng = random.Random(seed)
-    record_path, fast_path = FastReliability(n_qps=1), FastReliability(n_qps=1)
-    tracker = RxTracker((start - 1) % 2 ** 24)
-    for block in (record_path, fast_path):
-        block.setup(0, start, cfg=QpConfig(w_max=32, timeout_exp=3))
-    psn = start
-    for step in range(150):
-        for block in (record_path, fast_path):
-            if step % 4 == 0:
-                block.work_request({"qpn": 0, "req_id": step // 4})
-            block.send({"qpn": 0, "psn": psn, "ev": 0x51 + step % 3, "rtx": 0, "flushed": 0,
-                        "req_id": step // 4, "last": int(step % 4 == 3)})
-        arrival = psn if rng.random() < 0.8 else None
-        psn = (psn + 1) % 2 ** 24
-        if arrival is not None:
-            result = tracker.arrive(Arrival(psn=arrival, ev=0x51 + step % 3,
-                                            ecn=Ecn.CE if rng.random() < 0.1 else Ecn.ECT0,
-                                            ackreq=int(step % 4 == 3)))
-            if result.sack is not None:
-                record_path.feedback({"qpn": 0, "opcode": Opcode.SACK, "ecn": 0,
-                                      "ext": ext_to_int(result.sack.ext_bytes())})
-                fast_path.sack(0, result.sack)
-        if rng.random() < 0.1:
-            nack = Nack(rng.choice([NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP,
-                                    NackReason.PSN_OOR_WINDOW]), (psn - 2) % 2 ** 24,
-                        0x51 + (step - 1) % 3)
-            record_path.feedback({"qpn": 0, "opcode": Opcode.NACK, "ecn": 0,
-                                  "ext": ext_to_int(nack.ext_bytes())})
-            fast_path.nack(0, nack)
-        if step % 8 == 0:
-            record_path.tick()
-            fast_path.tick()
-        assert record_path.take() == fast_path.take()
-    assert record_path.counters == fast_path.counters
+    starts = [rng.choice((rng.randrange(1 << 24), (1 << 24) - rng.randint(1, 40)))
+              for _ in cfgs]
+    tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 3))
+    world = World(rng, sc, starts, wr_depth=8, tick0=tick0)
+    twin = TwinReliability(n_qps=len(cfgs), ring=16, probe_entries=8, wr_depth=8,
+                           timer_bits=8, now=tick0)
+    for q, cfg in enumerate(cfgs):
+        twin.setup(q, starts[q], True, cfg)
+    for stream, records in twin.take().items():
+        for rec in records:
+            world.output(stream, rec)
+    run_model(world, twin, 400_000)
+    world.check_end()
+
+
+def test_fast_reliability_timers_in_psn_order_across_the_wrap():
+    """PSNs sent in one tick across the PSN wrap time out together: the retransmissions, BAD
+    events and the retry-limit error come in PSN order from both blocks; NACKs put PSNs on
+    their own timers (NO_PKT_BUFFER) or behind cack_psn (PSN_OOR_WINDOW)."""
+    twin = TwinReliability(n_qps=2, ring=16, timer_bits=8)
+    start = (1 << 24) - 3
+    for qpn in (0, 1):
+        twin.setup(qpn, start, True, QpConfig(w_max=16, timeout_exp=2, retry_limit=1,
+                                              probe_period=3))
+        twin.work_request({"qpn": qpn, "req_id": 5})
+    for k in range(6):
+        for qpn in (1, 0):
+            twin.send({"qpn": qpn, "psn": psn_add(start, k), "ev": make_ev(0, k % 3, k),
+                       "rtx": 0, "flushed": 0, "req_id": 5, "last": int(k == 5)})
+    nack = {"qpn": 1, "opcode": Opcode.NACK, "ecn": 0}
+    twin.feedback(dict(nack, ext=ext_to_int(Nack(NackReason.NO_PKT_BUFFER, psn_add(start, 4),
+                                                 make_ev(0, 1, 4)).ext_bytes())))
+    twin.feedback(dict(nack, ext=ext_to_int(Nack(NackReason.PSN_OOR_WINDOW, psn_add(start, 5),
+                                                 make_ev(0, 2, 5)).ext_bytes())))
+    outputs = []
+    for _ in range(12):
+        twin.tick()
+        outputs.append(twin.take())
+        for rec in outputs[-1]["retx"]:
+            twin.send({"qpn": rec["qpn"], "psn": rec["psn"], "ev": make_ev(1, 0, 9), "rtx": 1,
+                       "flushed": 0, "req_id": 5, "last": 0})
+    timeout, other = RetxCause.TIMEOUT, RetxCause.NACK_OTHER
+    assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[2]["retx"]] == \
+        [(1, psn_add(start, 4), other)]
+    assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
+        [(0, psn_add(start, k), timeout) for k in range(6)] + \
+        [(1, psn_add(start, k), timeout) for k in range(4)] + [(1, psn_add(start, 5), other)]
+    assert [r["status"] for out in outputs for r in out["cpl"]] == \
+        [CompletionStatus.RETRY_EXCEEDED] * 2
+
+
+def random_arrival(rng, tracker):
+    """A data packet near the tracker's window (duplicates, gaps, beyond it, trimmed, CE,
+    Write-with-Immediate, a bad R_Key now and then)."""
+    psn = psn_add(tracker.cack_psn, rng.choice((1, 1, 2, rng.randint(-70, 70),
+                                                 rng.randint(-3, tracker.config.mpr + 80))))
+    return Arrival(psn=psn, ev=make_ev(rng.randrange(4), rng.randrange(8), rng.randrange(1 << 20)),
+                   ecn=rng.choice((Ecn.ECT0, Ecn.ECT0, Ecn.ECT0, Ecn.CE, Ecn.NOT_ECT)),
+                   dscp=rng.choice((Dscp.TRIMMABLE,) * 8 + (Dscp.TRIMMABLE_RETX, Dscp.TRIMMED,
+                                                             Dscp.TRIMMED_LASTHOP)),
+                   ackreq=int(rng.random() < 0.2), rtx=int(rng.random() < 0.1),
+                   opcode=rng.choice((Opcode.WRITE_MIDDLE,) * 12 + (Opcode.WRITE_ONLY_IMM,)),
+                   msn=rng.randrange(1 << 16), imm=rng.randrange(1 << 32),
+                   payload_length=rng.randrange(4097), access_ok=rng.random() > 0.01)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2 ** 24 - 1), st.sampled_from([128, 1024]), st.integers(0, 10 ** 6))
+def test_fast_rx_tracker_equals_rx_tracker(start, mpr, seed):
+    """Random data packets, probes and ticks to :class:`RxTracker` and :class:`FastRxTracker`:
+    the same result and the same state after every input, through both entry points."""
+    rng = random.Random(seed)
+    slow = RxTracker(start, mpr=mpr, wimm_max=3)
+    fast, fields = FastRxTracker(start, mpr=mpr, wimm_max=3), FastRxTracker(start, mpr=mpr,
+                                                                             wimm_max=3)
+    for _ in range(300):
+        kind = rng.random()
+        if kind < 0.8:
+            arrival = random_arrival(rng, slow)
+            expected = slow.arrive(arrival)
+            got = fields.arrive_fields(arrival.psn, arrival.ev, arrival.ecn, arrival.dscp,
+                                       arrival.ackreq, arrival.rtx, arrival.opcode,
+                                       arrival.payload_length, arrival.access_ok)
+            if arrival.opcode != Opcode.WRITE_ONLY_IMM:
+                assert fast.arrive(arrival) == expected
+            else:                       # the completion's MSN and immediate: the record path
+                fast.arrive(arrival)
+                got = got[:1] + (got[1] if got[1] is None or isinstance(got[1], Sack)
+                                 else got[1].sack(),) + got[2:]
+                expected = replace(expected, completions=())
+        elif kind < 0.9:
+            probe = Probe(ev=rng.randrange(1 << 32), probe_id=rng.randrange(1 << 16),
+                          ecn=rng.choice((Ecn.ECT0, Ecn.CE)),
+                          dscp=rng.choice((Dscp.TRIMMABLE, Dscp.TRIMMED)))
+            expected = slow.probe(probe)
+            assert fast.probe(probe) == expected
+            got = fields.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp)
+        else:
+            expected = slow.tick()
+            assert fast.tick() == expected
+            got = fields.tick_fields()
+        sack = got[1] if got[1] is None or isinstance(got[1], Sack) else got[1].sack()
+        assert (got[0], sack, got[2]) == (expected.verdict, expected.sack, expected.nack)
+        assert slow.state == fast.state
+        assert slow.counters == fast.counters
+    assert slow.counters == fields.counters
+
+
+def test_fast_rx_tracker_state_edges():
+    """States reachable only after long runs or set directly: a SACK whose bitmap base lies half
+    the PSN space ahead (the bit-by-bit path), the out-of-order count and the placed bytes
+    wrapping; both trackers agree."""
+    for trigger_ahead in (1 << 23) - 70, (1 << 23) - 10, (1 << 23) + 5:
+        state = RxState(cack_psn=100, bitmap=0b1011 << 5, uncovered=True, ticks=1,
+                        last_psn=psn_add(100, trigger_ahead), last_ev=7)
+        slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+        slow.state = fast.state = state
+        assert fast.tick() == slow.tick()
+        assert fast.state == slow.state
+    slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+    slow.state = fast.state = RxState(cack_psn=5, ooo_count=(1 << 15) - 1,
+                                      placed_bytes=(1 << 32) - 10)
+    arrival = Arrival(psn=9, ev=3, payload_length=4096)
+    assert fast.arrive(arrival) == slow.arrive(arrival)
+    assert fast.state == slow.state and fast.state.ooo_count == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.sampled_from([1, 4, 16]), st.integers(0, 3),
+       st.integers(0, 10 ** 6))
+def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed):
+    """Random choices (room masks, avoided EVs), EV events, planes going down and up and states
+    written directly on :class:`EvTable` and :class:`FastEvTable`: the same choices and the same
+    states."""
+    rng = random.Random(seed)
+    t1s, floor = 4, rng.randint(0, 3)
+    tables = [cls(planes, t1s, slots=slots, backup=backup, ev_min_active=floor)
+              for cls in (EvTable, FastEvTable)]
+    sets = draw_ev_sets(rng, planes, t1s, slots, backup, same_t0=rng.random() < 0.2)
+    for table in tables:
+        table.configure_qp(0, *sets)
+    known = [ev for plane in sets[0] + sets[2] for ev in plane]
+    for _ in range(300):
+        kind = rng.random()
+        if kind < 0.6:
+            room = rng.randrange(1 << planes)
+            avoid = rng.choice([None, None, rng.choice(known)])
+            choices = [table.choose(0, room, avoid) for table in tables]
+            assert choices[0] == choices[1]
+        elif kind < 0.9:
+            event = rng.choice((EvEvent.SKIP, EvEvent.SKIP, EvEvent.BAD, EvEvent.RECOVERED,
+                                EvEvent.DENY, EvEvent.ALLOW))
+            ev = rng.choice(known)
+            assert tables[0].event(0, ev, event) == tables[1].event(0, ev, event)
+        elif kind < 0.97:
+            plane, up = rng.randrange(planes), rng.random() < 0.6
+            for table in tables:
+                table.set_plane_up(plane, up)
+        else:                           # a state written directly (no refill)
+            plane, slot, state = rng.randrange(planes), rng.randrange(slots), rng.randrange(4)
+            for table in tables:
+                table.set_state(0, plane, slot, state)
+        assert tables[0].qp(0) == tables[1].qp(0)
 
 
 # --- NIC helpers ----------------------------------------------------------------------------------

@@ -1,0 +1,710 @@
+# amaranth: UnusedElaboratable=no
+"""cocotb bench of two NIC engine tops (``rtl/nic_engine.py``, in one toplevel by
+``tb/nic_pair.py``) joined by the fabric model (:class:`models.fabric.FrameFabric`: 2 hosts under
+two T0s, N planes of T T1s; time = cycles x 4000 ps).
+
+Each NIC has its host memory (cocotbext-axi ``AxiRam`` on its one AXI4 master), a work-request
+source, a completion sink (random backpressure) and random backpressure on its plane ports; the
+fabric's frames reach the receive ports as they arrive (no ``tready``). Both NICs are set up as
+the model NICs of :mod:`models.fabric_nic` are (EV sets by :func:`models.fabric_nic.draw_ev_sets`,
+regions at :func:`models.fabric_nic.region_base` with :func:`models.fabric_nic.region_rkey`), with
+fast ticks (``clk_hz`` low) and short timeouts. Every cycle, one task moves frames between the
+NICs and the fabric and records each NIC's reliability trace and taps: the inputs of
+:class:`models.reliability.Reliability` in the order the RTL took them, replayed on the model, and
+every output (retransmit request, PSN limit, retire, completion, EV event, probe) compared with
+the model's, record for record.
+
+``lossy`` (random Writes both ways on every QP, 0 bytes to 2 PMTU, with and without immediate):
+
+1. lossless: every message's bytes land in the receiver's memory, every work request completes
+   (status OK, in order), every Write with Immediate completes at the receiver, and no PSN is
+   retransmitted;
+2. lossy: random loss (up to 5%), trimming, CE marks and jitter (reordering) on every path: the
+   same checks, and every retransmission's cause is a loss, trim, NACK or timeout (the model
+   replay fixes which).
+
+``perf`` (path death; ``make bench``): traffic both ways; path (plane 0, T1 1) drops everything
+for a while: every sending QP with traffic on it gets its BAD event within one timeout (plus a
+margin of 64 cycles) of its first loss there, and puts no data on the path after it; after the
+path heals its EVs are probed back (RECOVERED) and data uses the path again. The completed
+messages' bytes are checked. Writes the numbers of ``make bench``: cycles from the death to the
+path's last use, goodput during the fault and after it as a fraction of the NICs' capacity.
+
+``qp_error``: every path of QP 3 (whose EV sets are all on T1 1) dies: QP 3 reaches the error
+state after ``retry_limit`` timeouts and completes its requests with RETRY_EXCEEDED while the
+other QPs (whose EVs are on both T1s) complete everything with status OK. This once failed:
+path building let data take every frame's room on a busy plane ahead of a waiting control
+record, so SACKs waited for thousands of cycles, the peer's timers fired on the healthy T1-0
+paths, BAD events marked them, and the other QPs were left on the dead paths until their retry
+limit (``rtl/tx_path.py``: a waiting control record now keeps its plane out of data requests).
+"""
+
+import logging
+from collections import defaultdict, deque
+
+import pytest
+
+import cocotb
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from models.fabric import Fault, FrameFabric
+from models.fabric_nic import draw_ev_sets, region_base, region_rkey
+from models.fabric_topology import Topology, nic_address, port_mac
+from models.records import (COMPLETION, EV_EVENT, EV_MARKED, FEEDBACK_RECORD, PSN_LIMIT, RETIRE,
+                            RETX_REQUEST, SEND_RECORD, WORK_REQUEST, CONTROL_RECORD,
+                            CompletionStatus, EvEvent, RetxCause)
+from models.reliability import TRACE, QpConfig, Reliability, Source, STREAMS
+from models.spray import ev_path, make_ev
+from models.tick import TickModel
+from rtl import reliability as rel_map
+from rtl import rx_engine as rx_map
+from rtl import spray_scheduler as spray_map
+from rtl import tx_path as path_map
+from models import segmenter as seg_map
+from rtl.nic_engine import ENGINE_STATUS, nic_addr
+from rtl.tx_engine import engine_addr
+from rtl.rx_front import ADDR_INNER_DST, ADDR_QP_ENABLE, region_reg
+from rtl.rx_tracker import OFF_CACK, SETUP_ENABLE as TRACKER_ENABLE, qp_addr as tracker_qp_addr
+from tb.nic_pair import NicPair, PREFIXES
+
+CONFIG = dict(n_qps=4, n_planes=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
+              slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
+              buffer_bytes=8192, header_slots=8, mpr=128, wimm_max=16, ring=32, probe_entries=4,
+              wr_depth=4, timer_bits=10)
+QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=7, retry_limit=3, probe_period=16)
+TOPOLOGY = dict(hosts=2, t0s=2, t1s=2, link_delay_ns=20.0)
+QPS = (0, 1, 2, 3)
+CYCLE_PS = 4000
+REGION_BYTES = 1 << 22
+MEMORY_SIZE = 1 << 48             # sparse: the regions lie at 2^40 (q + 1)
+SEND_BASE = 0x1000_0000           # each NIC's send buffers
+MESSAGES = 4                      # per QP and direction, per phase
+LOSS = dict(loss=0.05, trim=0.03, ce=0.1, jitter_ns=300.0)
+DEATH_CYCLES = 8000
+HEALED_CYCLES = 10000
+MASK32 = 0xFFFF_FFFF
+TAPS = ("send", "fb", "marked", "wr") + STREAMS
+INPUT_OF_SOURCE = {Source.SEND: "send", Source.FEEDBACK: "fb", Source.MARKED: "marked",
+                   Source.WORK_REQUEST: "wr"}
+TAP_RECORDS = {"send": SEND_RECORD, "fb": FEEDBACK_RECORD, "marked": EV_MARKED,
+               "wr": WORK_REQUEST, "retx": RETX_REQUEST, "limit": PSN_LIMIT, "retire": RETIRE,
+               "cpl": COMPLETION, "ev": EV_EVENT, "ctrl": CONTROL_RECORD}
+
+
+def tx_addr(block, addr):
+    """The NIC's configuration address of word ``addr`` of transmit block ``block``."""
+    return nic_addr("tx", engine_addr(block, addr))
+
+
+class PrefixedPort:
+    """The handles of one NIC's configuration port under the names ConfigDriver expects."""
+
+    def __init__(self, dut, prefix):
+        self.clk = dut.clk
+        for name in ("cfg_addr", "cfg_wdata", "cfg_we", "cfg_rdata"):
+            setattr(self, name, getattr(dut, f"{prefix}_{name}"))
+
+
+class Nic:
+    """One NIC of the pair: its host (memory, work requests, completions), its configuration and
+    the replay of its reliability block on the model."""
+
+    def __init__(self, dut, rng, prefix, host, p):
+        from cocotbext.axi import AxiBus, AxiRam
+
+        from tb.common.bench import ConfigDriver, RecordSink, RecordSource, random_pause
+
+        self.dut, self.rng, self.prefix, self.host, self.p = dut, rng, prefix, host, p
+        self.peer = 1 - host
+        self.cfg = ConfigDriver(PrefixedPort(dut, prefix))
+        self.ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_m_axi"), dut.clk, dut.rst,
+                          size=MEMORY_SIZE)
+        for side in (self.ram.write_if, self.ram.read_if):
+            side.log.setLevel(logging.WARNING)
+        self.wr = RecordSource(dut, f"{prefix}_s_wr")
+        self.ev = RecordSource(dut, f"{prefix}_s_ev")
+        self.cpl = RecordSink(dut, f"{prefix}_m_cpl", random_pause(rng, 0.2))
+        self.model = Reliability(n_qps=p["n_qps"], ring=p["ring"],
+                                 probe_entries=p["probe_entries"], wr_depth=p["wr_depth"],
+                                 timer_bits=p["timer_bits"])
+        self.qp_config = QpConfig(**QP_CONFIG)
+        self.taps = {name: getattr(dut, f"{prefix}_tap_{name}_tvalid") for name in TAPS}
+        self.tap_data = {name: getattr(dut, f"{prefix}_tap_{name}_tdata") for name in TAPS}
+        self.trace_valid = getattr(dut, f"{prefix}_trace_rel_tvalid")
+        self.trace_data = getattr(dut, f"{prefix}_trace_rel_tdata")
+        self.inputs = {name: deque() for name in INPUT_OF_SOURCE.values()}
+        self.rtl_out = {s: deque() for s in STREAMS}
+        self.model_out = {s: deque() for s in STREAMS}
+        self.log = defaultdict(list)      # tap name -> [(cycle, record)]
+        self.compared = 0
+        self.start_psns = {q: rng.choice((0, (1 << 24) - 3, rng.getrandbits(24))) for q in QPS}
+        self.send_offset = 0
+        self.region_used = {q: 0 for q in QPS}
+        self.pending = {q: deque() for q in QPS}      # messages posted, not completed
+        self.backlog = {q: deque() for q in QPS}      # messages not posted yet
+        self.done = []                                # (message, status)
+        self.req_ids = {q: 0 for q in QPS}
+        self.recv_cpls = []                           # Write-with-Immediate completions here
+
+    # --- configuration ----------------------------------------------------------------------
+
+    async def configure(self, topo, peer_starts, ev_sets):
+        """Every block of the NIC through its one configuration port, the model alike."""
+        from tb.test_tx_engine import table_write
+
+        cfg, p, n = self.cfg, self.p, self.p["n_planes"]
+        assert nic_addr("tx", 0) == 0            # the transmit engine's map is at the base
+        await cfg.write(tx_addr("tx_path", path_map.ADDR_OWN_HOST), self.host)
+        await cfg.write(tx_addr("tx_path", path_map.ADDR_OWN_T0), topo.t0_of(self.host))
+        for plane in range(n):
+            src, dst = port_mac(plane, self.host), port_mac(plane, self.peer)
+            for word, value in enumerate((src & MASK32, src >> 32, dst & MASK32, dst >> 32)):
+                await cfg.write(tx_addr("tx_path", path_map.port_addr(plane, word)), value)
+        await cfg.write(tx_addr("spray", spray_map.ADDR_EV_MIN_ACTIVE), p["ev_min_active"])
+        await cfg.write(tx_addr("spray", spray_map.ADDR_NUM_T1), topo.t1s)
+        for q in QPS:
+            await cfg.write(tx_addr("segmenter", seg_map.QP_CONTEXT + q),
+                            1 << 31 | self.start_psns[q])
+            for off, value in ((path_map.OFF_PEER_QPN, q), (path_map.OFF_PEER_HOST, self.peer),
+                               (path_map.OFF_PEER_PATH, topo.t0_of(self.peer) |
+                                topo.port_of(self.peer) << 16)):
+                await cfg.write(tx_addr("tx_path", path_map.qp_addr(q, off)), value)
+            evs, seeds, pools = ev_sets[q]
+            for plane in range(n):
+                for s, ev in enumerate(evs[plane]):
+                    await table_write(cfg, spray_map.table_addr(
+                        q, plane, spray_map.OFF_SLOT_EV + s), ev)
+                for i, ev in enumerate(pools[plane]):
+                    await table_write(cfg, spray_map.table_addr(
+                        q, plane, spray_map.OFF_POOL_EV + i), ev)
+                await table_write(cfg, spray_map.table_addr(q, plane, spray_map.OFF_LFSR),
+                                  seeds[plane])
+        enable = sum(1 << q for q in QPS)
+        await cfg.write(tx_addr("tx_path", path_map.ADDR_QP_ENABLE), enable)
+        while await cfg.read(tx_addr("spray", spray_map.ADDR_STATUS)):
+            pass
+        await cfg.write(tx_addr("spray", spray_map.ADDR_QP_ENABLE), enable)
+        # Receive: QPs, own address, one region per QP, tracker start PSNs (the peer's).
+        await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + ADDR_QP_ENABLE), enable)
+        inner = nic_address(self.host)
+        for i in range(4):
+            await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + ADDR_INNER_DST + i),
+                            inner >> (32 * i) & MASK32)
+        for q in QPS:
+            for name, value in (("rkey", region_rkey(q)), ("base_lo", region_base(q)),
+                                ("base_hi", region_base(q) >> 32), ("length_lo", REGION_BYTES),
+                                ("length_hi", 0), ("valid", 1)):
+                await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + region_reg(q, name)),
+                                value & MASK32)
+            await cfg.write(nic_addr("rx", rx_map.TRACKER_BASE + tracker_qp_addr(q, OFF_CACK)),
+                            peer_starts[q] | TRACKER_ENABLE)
+        # Reliability: parameters, then set-up (the model alike, in the same order).
+        c = self.qp_config
+        for q in QPS:
+            for off, value in ((rel_map.OFF_W_MAX, c.w_max), (rel_map.OFF_MPR, c.mpr),
+                               (rel_map.OFF_K, c.timeout_exp), (rel_map.OFF_RETRY, c.retry_limit),
+                               (rel_map.OFF_PERIOD, c.probe_period)):
+                await cfg.write(nic_addr("reliability", rel_map.qp_addr(q, off)), value)
+            await cfg.write(nic_addr("reliability", rel_map.qp_addr(q, rel_map.OFF_SETUP)),
+                            self.start_psns[q] | rel_map.SETUP_ENABLE)
+            self.model.setup(q, self.start_psns[q], True, c)
+            self.take_model()
+
+    # --- host ---------------------------------------------------------------------------------
+
+    def add_messages(self, count, sizes):
+        """``count`` random Writes per QP into the backlog; their payload written to memory."""
+        rng, pmtu = self.rng, self.p["pmtu"]
+        for q in QPS:
+            for _ in range(count):
+                length = rng.choice(sizes(pmtu))
+                local = SEND_BASE + self.send_offset
+                self.send_offset += length + rng.randrange(0, 64)
+                data = rng.randbytes(length)
+                self.ram.write(local, data)
+                remote = region_base(q) + self.region_used[q]
+                self.region_used[q] += length + rng.randrange(0, 64)
+                assert self.region_used[q] <= REGION_BYTES
+                imm = rng.random() < 0.3
+                self.backlog[q].append(dict(qpn=q, local_addr=local, remote_va=remote,
+                                            rkey=region_rkey(q), length=length,
+                                            has_imm=int(imm), imm=rng.getrandbits(32),
+                                            data=data))
+
+    def post(self):
+        """Post backlog messages while the QP holds fewer than ``wrs_per_qp``."""
+        for q in QPS:
+            while self.backlog[q] and len(self.pending[q]) < self.p["wrs_per_qp"]:
+                msg = self.backlog[q].popleft()
+                msg["req_id"] = self.req_ids[q]
+                self.req_ids[q] = (self.req_ids[q] + 1) & 0xFFFF
+                self.pending[q].append(msg)
+                self.wr.send(WORK_REQUEST.pack(**{k: v for k, v in msg.items() if k != "data"}))
+
+    def completions(self, cycle):
+        """Take the completions out: sender side in request order per QP."""
+        while self.cpl.queue:
+            rec = COMPLETION.unpack(self.cpl.queue.popleft())
+            if rec["is_recv"]:
+                self.recv_cpls.append(rec)
+                continue
+            q = rec["qpn"]
+            assert self.pending[q], f"{self.prefix}: completion with nothing pending: {rec}"
+            msg = self.pending[q].popleft()
+            assert rec["req_id"] == msg["req_id"], f"{self.prefix}: completion {rec}, {msg}"
+            msg["cycle"] = cycle
+            self.done.append((msg, rec["status"]))
+
+    def idle(self):
+        return not any(self.backlog.values()) and not any(self.pending.values())
+
+    # --- the reliability replay ---------------------------------------------------------------
+
+    def take_model(self):
+        for name, recs in self.model.take().items():
+            self.model_out[name].extend(recs)
+
+    def sample(self, cycle):
+        """The taps and the trace of this cycle: inputs queued, the trace applied to the model,
+        outputs compared as far as both sides got."""
+        for name in TAPS:
+            if self.taps[name].value:
+                rec = TAP_RECORDS[name].unpack(int(self.tap_data[name].value))
+                self.log[name].append((cycle, rec))
+                if name in self.inputs:
+                    self.inputs[name].append(rec)
+                else:
+                    self.rtl_out[name].append(rec)
+        if self.trace_valid.value:
+            trace = TRACE.unpack(int(self.trace_data.value))
+            if trace["source"] == Source.TICK:
+                self.model.apply(trace)
+            else:
+                self.model.apply(trace, self.inputs[INPUT_OF_SOURCE[trace["source"]]].popleft())
+            self.take_model()
+        for name in STREAMS:
+            got, want = self.rtl_out[name], self.model_out[name]
+            while got and want:
+                a, b = got.popleft(), want.popleft()
+                assert a == b, f"{self.prefix} reliability {name}: RTL {a}, model {b}"
+                self.compared += 1
+
+    def replay_done(self):
+        return not any(self.rtl_out.values()) and not any(self.model_out.values()) and \
+            not any(self.inputs.values())
+
+
+class Pair:
+    """The two NICs, the fabric and the per-cycle task between them."""
+
+    def __init__(self, dut, rng, p, ev_sets_for=None):
+        self.dut, self.rng, self.p = dut, rng, p
+        self.n = p["n_planes"]
+        self.width = p["data_width"]
+        self.topo = Topology(planes=self.n, **TOPOLOGY)
+        self.fabric = FrameFabric(self.topo, seed=rng.getrandbits(32))
+        self.nics = [Nic(dut, rng, prefix, host, p) for host, prefix in enumerate(PREFIXES)]
+        self.ev_sets = [{q: (ev_sets_for or Pair.default_ev_sets)(self, q) for q in QPS}
+                        for _ in self.nics]
+        self.cycle = 0
+        self.ready_prob = 0.9
+        self.tx = [[dict(valid=getattr(dut, f"{x}_m_axis{k}_tvalid"),
+                         ready=getattr(dut, f"{x}_m_axis{k}_tready"),
+                         data=getattr(dut, f"{x}_m_axis{k}_tdata"),
+                         keep=getattr(dut, f"{x}_m_axis{k}_tkeep"),
+                         last=getattr(dut, f"{x}_m_axis{k}_tlast"), ready_now=0, frame=bytearray())
+                    for k in range(self.n)] for x in PREFIXES]
+        self.rx = [[dict(data=getattr(dut, f"{x}_s{k}_axis_tdata"),
+                         keep=getattr(dut, f"{x}_s{k}_axis_tkeep"),
+                         last=getattr(dut, f"{x}_s{k}_axis_tlast"),
+                         valid=getattr(dut, f"{x}_s{k}_axis_tvalid"),
+                         user=getattr(dut, f"{x}_s{k}_axis_tuser"), beats=deque(), on=False)
+                    for k in range(self.n)] for x in PREFIXES]
+        self.frames_sent = 0
+        self.frames_delivered = 0
+        self.trimmed = 0
+
+    def default_ev_sets(self, q):
+        return draw_ev_sets(self.rng, self.n, self.topo.t1s, self.p["slots"], self.p["backups"],
+                            False)
+
+    async def start(self):
+        from tb.common.bench import start
+
+        dut = self.dut
+        for x in PREFIXES:
+            getattr(dut, f"{x}_plane_down").value = 0
+            for k in range(self.n):
+                getattr(dut, f"{x}_m_axis{k}_tready").value = 0
+                for f in ("tvalid", "tdata", "tkeep", "tlast", "tuser"):
+                    getattr(dut, f"{x}_s{k}_axis_{f}").value = 0
+        await start(dut)
+        cocotb.start_soon(self._run())
+        for nic, other in zip(self.nics, reversed(self.nics)):
+            await nic.configure(self.topo, other.start_psns, self.ev_sets[nic.host])
+
+    def _beats(self, frame):
+        lanes = self.width // 8
+        out = []
+        for i in range(0, len(frame), lanes):
+            chunk = frame[i:i + lanes]
+            out.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
+                        int(i + lanes >= len(frame))))
+        return out
+
+    async def _run(self):
+        dut, rng, lanes = self.dut, self.rng, self.width // 8
+        while True:
+            await RisingEdge(dut.clk)
+            self.cycle += 1
+            now = self.cycle * CYCLE_PS
+            for host, ports in enumerate(self.tx):
+                for k, port in enumerate(ports):
+                    if port["ready_now"] and port["valid"].value:
+                        keep = int(port["keep"].value)
+                        port["frame"] += int(port["data"].value).to_bytes(lanes, "little")[
+                            :keep.bit_length()]
+                        if port["last"].value:
+                            self.fabric.send(host, k, bytes(port["frame"]), now)
+                            self.frames_sent += 1
+                            port["frame"] = bytearray()
+                    ready = int(rng.random() < self.ready_prob)
+                    if ready != port["ready_now"]:
+                        port["ready"].value = ready
+                        port["ready_now"] = ready
+            for nic in self.nics:
+                nic.sample(self.cycle)
+            for _, host, plane, frame in self.fabric.advance(now):
+                self.rx[host][plane]["beats"].extend(self._beats(frame))
+                self.frames_delivered += 1
+            for ports in self.rx:
+                for port in ports:
+                    if port["beats"]:
+                        data, keep, last = port["beats"].popleft()
+                        port["data"].value = data
+                        port["keep"].value = keep
+                        port["last"].value = last
+                        if not port["on"]:
+                            port["valid"].value = 1
+                            port["on"] = True
+                    elif port["on"]:
+                        port["valid"].value = 0
+                        port["on"] = False
+            for nic in self.nics:
+                nic.completions(self.cycle)
+
+    def progress(self):
+        """A line on the run so far."""
+        return (f"frames sent {self.frames_sent}, delivered {self.frames_delivered}; " +
+                "; ".join(f"{nic.prefix}: {len(nic.done)} done, "
+                          f"{sum(map(len, nic.pending.values()))} pending, "
+                          f"taps {dict((k, len(v)) for k, v in nic.log.items())}"
+                          for nic in self.nics))
+
+    async def status(self):
+        """Each NIC's busy bits (engine status, reliability status, scheduler status)."""
+        out = {}
+        for nic in self.nics:
+            out[nic.prefix] = [await nic.cfg.read(nic_addr("engine", ENGINE_STATUS)),
+                               await nic.cfg.read(nic_addr("reliability", rel_map.ADDR_STATUS)),
+                               await nic.cfg.read(tx_addr("spray", spray_map.ADDR_STATUS))]
+        return out
+
+    def fault(self, **kwargs):
+        """A fault from now on (until ``until_cycle`` when given)."""
+        until = kwargs.pop("until_cycle", None)
+        at_us = self.cycle * CYCLE_PS / 1e6
+        self.fabric.fault(Fault(at_us=at_us, until_us=None if until is None else
+                                until * CYCLE_PS / 1e6, **kwargs))
+
+    async def run_until_idle(self, limit):
+        """Post work until every message completed (and the replay caught up)."""
+        for step in range(limit):
+            for nic in self.nics:
+                nic.post()
+            await ClockCycles(self.dut.clk, 16)
+            if step % 250 == 0:
+                self.dut._log.info("cycle %d: %s", self.cycle, self.progress())
+            if all(nic.idle() for nic in self.nics):
+                break
+        else:
+            raise AssertionError(f"messages still pending after {limit * 16} cycles: " + ", ".join(
+                f"{nic.prefix}: {sum(map(len, nic.pending.values()))} pending "
+                f"{sum(map(len, nic.backlog.values()))} backlog" for nic in self.nics))
+        await ClockCycles(self.dut.clk, 200)
+
+    def check_memory(self, skip_qps=(), running=False):
+        """Every completed message's bytes in the peer's memory, and the receive completions of
+        their immediates (``running``: traffic goes on, so the receiver may have completed
+        more)."""
+        checked = 0
+        for nic, peer in zip(self.nics, reversed(self.nics)):
+            imms = defaultdict(list)
+            for msg, status in nic.done:
+                if msg["qpn"] in skip_qps:
+                    continue
+                assert status == CompletionStatus.OK, f"{nic.prefix}: {msg['qpn']} status {status}"
+                got = peer.ram.read(msg["remote_va"], msg["length"])
+                assert got == msg["data"], f"{nic.prefix} QP {msg['qpn']}: memory differs at " \
+                    f"{msg['remote_va']:#x} ({msg['length']} bytes)"
+                if msg["has_imm"]:
+                    imms[msg["qpn"]].append(msg["imm"])
+                checked += 1
+            got_imms = defaultdict(list)
+            for rec in peer.recv_cpls:
+                if rec["qpn"] not in skip_qps:
+                    got_imms[rec["qpn"]].append(rec["imm"])
+            if running:
+                got_imms = {q: got_imms[q][:len(want)] for q, want in imms.items()}
+            assert got_imms == imms, f"receive completions at {peer.prefix} differ"
+        return checked
+
+    def check_replay(self):
+        for nic in self.nics:
+            assert nic.replay_done(), f"{nic.prefix}: replay not finished: " + str(
+                {k: len(v) for k, v in nic.rtl_out.items()}) + str(
+                {k: len(v) for k, v in nic.model_out.items()})
+
+    def retransmissions(self):
+        return [rec for nic in self.nics for _, rec in nic.log["retx"]]
+
+
+def sizes_mixed(pmtu):
+    return (0, 1, 17, 64, 200, pmtu - 1, pmtu, pmtu + 1, 2 * pmtu, 2 * pmtu - 5)
+
+
+async def new_pair(dut, ev_sets_for=None):
+    from tb.common.bench import make_rng, params
+
+    rng = make_rng(dut)
+    pair = Pair(dut, rng, params(), ev_sets_for)
+    await pair.start()
+    return pair
+
+
+@cocotb.test()
+async def lossy(dut):
+    from tb.common.bench import frames, write_result
+
+    pair = await new_pair(dut)
+    count = frames(MESSAGES)
+    # 1. lossless
+    for nic in pair.nics:
+        nic.add_messages(count, sizes_mixed)
+    await pair.run_until_idle(4000)
+    checked = pair.check_memory()
+    pair.check_replay()
+    assert not pair.retransmissions(), f"retransmissions on a lossless fabric: " \
+        f"{pair.retransmissions()[:4]}; {pair.progress()}"
+    lossless_cycles = pair.cycle
+    dut._log.info("lossless: %d messages checked by cycle %d", checked, pair.cycle)
+    # 2. loss, trimming, CE and jitter on every path
+    for plane in range(pair.n):
+        for t1 in range(pair.topo.t1s):
+            pair.fault(kind="path", plane=plane, t1=t1,
+                       **{k: v * pair.rng.uniform(0.5, 1.0) for k, v in LOSS.items()})
+    for nic in pair.nics:
+        nic.add_messages(count, sizes_mixed)
+    await pair.run_until_idle(20000)
+    checked = pair.check_memory()
+    pair.check_replay()
+    retx = pair.retransmissions()
+    causes = {RetxCause.TIMEOUT, RetxCause.NACK_TRIMMED, RetxCause.NACK_OTHER,
+              RetxCause.CACK_MOVED}
+    assert all(r["cause"] in causes for r in retx), "a retransmission without a loss"
+    counters = pair.fabric.counters()
+    dut._log.info("lossy: %d messages checked, %d retransmissions, %d reliability records "
+                  "compared, fabric %s, cycles %d (lossless %d)", checked, len(retx),
+                  sum(n.compared for n in pair.nics), counters, pair.cycle, lossless_cycles)
+    write_result(dut, "nic_engine", pair.frames_sent)
+
+
+def qp3_on_t1_1(pair, q):
+    """EV sets: QP 3's every EV on T1 1 (its paths are exactly the T1-1 paths), the others as
+    the model NICs draw them."""
+    if q != 3:
+        return pair.default_ev_sets(q)
+    n, slots, backups = pair.n, pair.p["slots"], pair.p["backups"]
+    evs = [[make_ev(pl, 1, 1 + 8 * pl + s) for s in range(slots)] for pl in range(n)]
+    pools = [[make_ev(pl, 1, 100 + 8 * pl + i) for i in range(backups)] for pl in range(n)]
+    return evs, [7 + pl for pl in range(n)], pools
+
+
+def big(pmtu):
+    return (2 * pmtu, 3 * pmtu)
+
+
+async def keep_posting(pair, cycles):
+    """Post work for ``cycles`` cycles."""
+    end = pair.cycle + cycles
+    while pair.cycle < end:
+        for nic in pair.nics:
+            nic.post()
+        await ClockCycles(pair.dut.clk, 16)
+
+
+@cocotb.test()
+async def perf(dut):
+    """``perf`` (path death) of the module docstring, and the numbers of ``make bench``.
+
+    Goodput is the bytes of the messages completed in a window over its cycles: during the fault
+    (``DEATH_CYCLES``) and after the heal (``HEALED_CYCLES``, the backlog never runs dry). With
+    the path back and its EVs recovered, goodput after the heal is at least that during the
+    fault (asserted). It once was lower (0.445 against 0.576 of capacity): SACKs starved behind
+    data on busy planes in path building, so the peers' timers fired on healthy paths, marked
+    them bad and retransmitted, more so the longer the run; ``rtl/tx_path.py`` now keeps a
+    waiting control record's plane out of data requests (about 0.65 during, 0.73 after)."""
+    from tb.common.bench import make_rng, params, write_perf
+
+    p = params()
+    n = p["n_planes"]
+    dead = (0, 1)
+    pair = Pair(dut, make_rng(dut), p, qp3_on_t1_1)
+    await pair.start()
+    tick = TickModel(p["clk_hz"])
+    timeout_cycles = (1 << QP_CONFIG["timeout_exp"]) * tick.threshold // tick.step + 1
+    for nic in pair.nics:
+        nic.add_messages(400, big)
+    pair.ready_prob = 1.0
+    await keep_posting(pair, 3000)
+    death = pair.cycle
+    heal = death + DEATH_CYCLES
+    pair.fault(kind="path", plane=dead[0], t1=dead[1], loss=1.0, until_cycle=heal)
+    await keep_posting(pair, DEATH_CYCLES + HEALED_CYCLES)
+    after = pair.cycle
+    # Per sending QP: its first loss on the dead path, its BAD event, its last use.
+    report = {}
+    for nic in pair.nics:
+        sends = [(c, r) for c, r in nic.log["send"] if not r["flushed"]]
+        for q in QPS:
+            on_path = [c for c, r in sends if r["qpn"] == q and ev_path(r["ev"]) == dead and
+                       death <= c < heal]
+            if not on_path:
+                continue
+            first = on_path[0]
+            bads = [c for c, r in nic.log["ev"] if r["qpn"] == q and r["kind"] == EvEvent.BAD
+                    and ev_path(r["ev"]) == dead and c >= first]
+            assert bads, f"{nic.prefix} QP {q}: no BAD event for the dead path"
+            assert bads[0] - first <= timeout_cycles + 64, \
+                f"{nic.prefix} QP {q}: BAD {bads[0] - first} cycles after the first loss"
+            last = on_path[-1]
+            assert last <= bads[0] + 64, \
+                f"{nic.prefix} QP {q}: data on the dead path {last - bads[0]} cycles after BAD"
+            report[f"{nic.prefix}{q}"] = dict(first_loss=first - death, bad=bads[0] - death,
+                                             last_use=last - death)
+        recovered = [c for c, r in nic.log["ev"] if r["kind"] == EvEvent.RECOVERED and
+                     ev_path(r["ev"]) == dead and c >= heal]
+        assert recovered, f"{nic.prefix}: no EV of the healed path recovered ({pair.progress()})"
+        reused = [c for c, r in sends if ev_path(r["ev"]) == dead and c >= recovered[0]]
+        assert reused, f"{nic.prefix}: the healed path carries no data after recovery"
+        report[f"{nic.prefix}_recovered"] = recovered[0] - heal
+        report[f"{nic.prefix}_reused"] = reused[0] - heal
+    assert any(isinstance(v, dict) for v in report.values()), "no traffic met the dead path"
+    dut._log.info("path death (cycles after the death; recovery after the heal): %s", report)
+
+    def goodput(start, end):
+        placed = sum(msg["length"] for nic in pair.nics for msg, status in nic.done
+                     if start <= msg["cycle"] < end)
+        return placed / (end - start)
+
+    capacity = 2 * n * pair.width // 8     # both directions, every plane port
+    during, healed = goodput(death, heal), goodput(heal, after)
+    assert healed >= during, f"goodput after the heal {healed:.3f} B/cycle, during the fault " \
+        f"{during:.3f}"
+    last_use = max(v["last_use"] for v in report.values() if isinstance(v, dict))
+    # Completed messages so far: their bytes landed.
+    checked = pair.check_memory(running=True)
+    # bench/run.py's table columns: the healed phase's goodput; "latency" is the cycles from
+    # the path's death to its last use.
+    rows = [dict(payload=2 * p["pmtu"], frames=pair.frames_sent,
+                 cycles_per_frame=round(2 * p["pmtu"] / max(healed, 1e-9), 2),
+                 bytes_per_cycle=round(healed, 3), efficiency=round(healed / capacity, 4),
+                 latency=last_use, death_to_last_use_cycles=last_use,
+                 death_to_last_use_us=round(last_use * CYCLE_PS / 1e6, 3),
+                 timeout_cycles=timeout_cycles, tick_cycles=round(tick.threshold / tick.step, 2),
+                 goodput_during=round(during / capacity, 4),
+                 goodput_after=round(healed / capacity, 4),
+                 bytes_per_cycle_during=round(during, 3), bytes_per_cycle_after=round(healed, 3),
+                 messages_checked=checked, reliability_records_compared=sum(
+                     nic.compared for nic in pair.nics))]
+    dut._log.info("perf %s", rows[0])
+    write_perf(dut, "nic_engine", pair.width, rows)
+
+
+@cocotb.test()
+async def qp_error(dut):
+    """Every path of QP 3 dies: QP 3 errs after retry_limit timeouts (RETRY_EXCEEDED on the
+    completion stream), the other QPs complete everything; work requests posted to QP 3 after
+    its error complete with QP_ERROR and stall nothing."""
+    from tb.common.bench import make_rng, params
+
+    p = params()
+    pair = Pair(dut, make_rng(dut), p, qp3_on_t1_1)
+    await pair.start()
+    for nic in pair.nics:
+        nic.add_messages(6, big)
+    await keep_posting(pair, 2000)
+    for plane in range(pair.n):
+        pair.fault(kind="path", plane=plane, t1=1, loss=1.0)
+    await pair.run_until_idle(8000)
+    for nic in pair.nics:
+        errors = [status for msg, status in nic.done if msg["qpn"] == 3 and
+                  status != CompletionStatus.OK]
+        assert errors and errors[0] == CompletionStatus.RETRY_EXCEEDED, \
+            f"{nic.prefix}: QP 3 completions {errors[:4]}"
+        info = await nic.cfg.read(nic_addr("reliability", rel_map.qp_addr(3, rel_map.OFF_SETUP)))
+        assert info >> 30 & 1, f"{nic.prefix}: QP 3 not in the error state"
+    # The host goes on posting, to QP 3 too (more than the transmit engine's wrs_per_qp): QP 3's
+    # requests complete with QP_ERROR at once and never reach the transmit engine, the other QPs
+    # complete everything.
+    before = [len(nic.done) for nic in pair.nics]
+    for nic in pair.nics:
+        nic.add_messages(2 * p["wrs_per_qp"], big)
+    await pair.run_until_idle(8000)
+    for nic, start in zip(pair.nics, before):
+        later = nic.done[start:]
+        assert sum(msg["qpn"] == 3 for msg, _ in later) == 2 * p["wrs_per_qp"]
+        for msg, status in later:
+            expected = CompletionStatus.QP_ERROR if msg["qpn"] == 3 else CompletionStatus.OK
+            assert status == expected, f"{nic.prefix}: QP {msg['qpn']} completed {status}"
+    pair.check_memory(skip_qps=(3,))
+    pair.check_replay()
+
+
+# --- pytest ---------------------------------------------------------------------------------------
+
+def run(sim, testcase, config=CONFIG, frames=None):
+    from tb.common.runner import run_bench
+
+    run_bench(NicPair(**config), name=f"nic_engine-{testcase}-w{config['data_width']}",
+              toplevel="nic_pair", test_module="tb.test_nic_engine", sim=sim, params=config,
+              testcase=testcase, frames=frames)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("sim", [
+    "icarus",
+    # Verilator takes about 150 s to build the two NICs: in ``make test-full`` only.
+    pytest.param("verilator", marks=pytest.mark.full)])
+def test_nic_engine_lossy(sim):
+    run(sim, "lossy")
+
+
+@pytest.mark.sim
+@pytest.mark.full
+def test_nic_engine_path_death():
+    """Path death, recovery and the numbers of ``make bench`` (about 4 minutes)."""
+    run("verilator", "perf")
+
+
+@pytest.mark.sim
+@pytest.mark.full
+def test_nic_engine_qp_error():
+    run("verilator", "qp_error")
+
+
+@pytest.mark.sim
+@pytest.mark.full
+def test_nic_engine_lossy_more():
+    """The lossy run with three times the messages."""
+    run("verilator", "lossy", frames=3 * MESSAGES)
