@@ -149,7 +149,11 @@ def main(argv=None):
           "no backpressure, 250 MHz nominal clock). Definitions: `../shared/spec/metrics.md`. "
           "Cycles per frame are steady-state; payload bytes per cycle count payload only "
           "(header beats count as time). W is the data width; N x W for a block with N plane "
-          "ports, whose efficiency is against its core of N x W bits.\n\n" + table(rows))
+          "ports, whose efficiency is against its core of N x W bits. nic_engine is the two-NIC "
+          "bench with a path dying and healing (`tb/test_nic_engine.py`, `perf`): payload bytes "
+          "per cycle of both NICs after the heal against both directions of both planes (32 B "
+          "per cycle), and as latency the cycles from the path's death to its last use.\n\n"
+          + table(rows))
     OUT_MD.write_text(md)
     print(table(rows))
     if README.exists():
