@@ -20,7 +20,7 @@ import json
 import sys
 import time
 
-from tb.common.runner import RESULTS, ROOT, run_bench
+from tb.common.runner import RESULTS, ROOT, replace_between_markers, run_bench
 
 # block -> (component factory "module:Class", top-level name, cocotb module[, widths[, params]]).
 # A block without a data width (a record-stream block) gives widths (0,): it is built from
@@ -156,12 +156,7 @@ def main(argv=None):
           + table(rows))
     OUT_MD.write_text(md)
     print(table(rows))
-    if README.exists():
-        text = README.read_text()
-        if BEGIN in text and END in text:
-            pre, rest = text.split(BEGIN, 1)
-            _, post = rest.split(END, 1)
-            README.write_text(pre + BEGIN + "\n" + table(rows) + END + post)
+    replace_between_markers(README, BEGIN, END, table(rows))
     print(f"bench: wrote {OUT_JSON.relative_to(ROOT)} and {OUT_MD.relative_to(ROOT)}")
 
 

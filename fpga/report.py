@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fpga import boards, flow
 from rtl.gen import TOPS, top
-from tb.common.runner import BUILD, ROOT
+from tb.common.runner import BUILD, ROOT, replace_between_markers
 
 __all__ = ["targets", "EXTRA", "measure", "table", "main"]
 
@@ -214,12 +214,7 @@ def main(argv=None):
           "pins and PLL.\n\n" + table(rows) + "\nConfigurations:\n\n" + _configs(rows))
     OUT_MD.write_text(md)
     print(table(rows))
-    if README.exists():
-        text = README.read_text()
-        if BEGIN in text and END in text:
-            pre, rest = text.split(BEGIN, 1)
-            _, post = rest.split(END, 1)
-            README.write_text(pre + BEGIN + "\n" + table(rows) + END + post)
+    replace_between_markers(README, BEGIN, END, table(rows))
     print(f"report: wrote {OUT_JSON.relative_to(ROOT)} and {OUT_MD.relative_to(ROOT)} "
           f"in {time.time() - t0:.0f} s")
     failed = [r["target"] for r in rows if r.get("status") == "failed"]

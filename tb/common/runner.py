@@ -23,7 +23,8 @@ RESULTS = BUILD / "results"
 
 SIMULATORS = ("icarus", "verilator")
 
-__all__ = ["run_bench", "SIMULATORS", "ROOT", "BUILD", "RESULTS", "bench_seed", "write_verilog"]
+__all__ = ["run_bench", "SIMULATORS", "ROOT", "BUILD", "RESULTS", "bench_seed", "write_verilog",
+           "replace_between_markers"]
 
 
 def bench_seed(name):
@@ -88,3 +89,16 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
     runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,
                 build_dir=build_dir, waves=waves, extra_env=env, seed=seed, testcase=testcase,
                 results_xml=str(build_dir / "results.xml"), timescale=("1ns", "1ps"))
+
+
+def replace_between_markers(path, begin, end, text):
+    """Replace what stands between the lines ``begin`` and ``end`` of file ``path`` (the README's
+    generated tables) with ``text``; a file without both markers is left alone."""
+    path = Path(path)
+    if not path.exists():
+        return
+    content = path.read_text()
+    if begin in content and end in content:
+        pre, rest = content.split(begin, 1)
+        _, post = rest.split(end, 1)
+        path.write_text(pre + begin + "\n" + text + end + post)
