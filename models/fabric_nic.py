@@ -373,13 +373,7 @@ class FastReliability(Reliability):
         if passed:
             qp.cack = (cack + run) % PSN_MODULUS
             self._limit(qpn, qp)
-            for entry in passed:
-                if entry.last:
-                    if qp.wrs:
-                        qp.wrs.popleft()
-                    else:
-                        self.counters["wr_missing"] += 1
-                    self._complete(qpn, entry.req_id, CompletionStatus.OK)
+            self._complete_passed(qpn, qp, passed)
             if qpn in self._wait_cack:
                 self._wait_cack.discard(qpn)
                 for psn, entry in entries.items():      # in PSN order

@@ -385,13 +385,7 @@ class Reliability:
             passed.append(qp.entries.pop(qp.cack))
         if passed:
             self._limit(qpn, qp)
-            for entry in passed:
-                if entry.last:
-                    if qp.wrs:
-                        qp.wrs.popleft()
-                    else:
-                        self.counters["wr_missing"] += 1
-                    self._complete(qpn, entry.req_id, CompletionStatus.OK)
+            self._complete_passed(qpn, qp, passed)
             for psn in qp.psns():
                 entry = qp.entries[psn]
                 if not entry.acked and entry.state == PsnState.WAIT_CACK:
@@ -486,6 +480,17 @@ class Reliability:
                 if self._timer(qpn, qp, psn, qp.entries[psn], now):
                     break
         self._probes_due(now)
+
+    def _complete_passed(self, qpn, qp, passed):
+        """``cack_psn`` moved over the entries ``passed`` (in PSN order): each last packet of a
+        work request completes it (OK) and pops it from the FIFO."""
+        for entry in passed:
+            if entry.last:
+                if qp.wrs:
+                    qp.wrs.popleft()
+                else:
+                    self.counters["wr_missing"] += 1
+                self._complete(qpn, entry.req_id, CompletionStatus.OK)
 
     def _probe_timeouts(self, now):
         """Tick ``now``: a probe whose answer did not come in time restarts its count."""
