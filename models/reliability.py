@@ -35,7 +35,9 @@ Rules (every choice the profile leaves open is fixed here):
 
 - PSN limit: new PSNs of a QP stop at ``psn_limit = cack_psn + 1 + window`` (exclusive). A
   ``psn_limit`` record goes out at set-up (enabled QPs) and whenever ``cack_psn`` moves, so the
-  limit never moves backwards.
+  limit never moves backwards while the QP runs. A QP error closes it: one ``psn_limit`` record
+  with ``psn_limit = next_psn`` (the transmit engine then starts no new PSN of the QP; profile
+  5: a QP in error sends nothing more).
 - Send record, new (``rtx`` = ``flushed`` = 0): accepted when ``psn = next_psn`` and the window
   has room (``psn < psn_limit``); the PSN is IN_FLIGHT with deadline ``now + 2^k``. Otherwise the
   record is dropped and counted (``send_bad``).
@@ -83,8 +85,8 @@ Rules (every choice the profile leaves open is fixed here):
   Records with valid = 0 change nothing.
 - Work request tap: pushed on the QP's FIFO (``wr_dropped`` when full or the QP is not enabled).
 - QP error (retry limit, UNEXP_EVENT): every pending work request completes, in FIFO order, with
-  the cause's status (RETRY_EXCEEDED or QP_ERROR) and is retired; the QP's timers stop and its
-  probe-list entries are freed. Afterwards its send records, feedback and EV_MARKED records are
+  the cause's status (RETRY_EXCEEDED or QP_ERROR) and is retired; the QP's timers stop, its
+  probe-list entries are freed and its PSN limit is closed at ``next_psn``. Afterwards its send records, feedback and EV_MARKED records are
   dropped (``*_dropped``) and each new work request completes at once with QP_ERROR and is
   retired. Other QPs are unaffected. A new set-up clears the error.
 - Records for a QP that is not below ``n_qps`` or not enabled are dropped and counted.
@@ -315,6 +317,7 @@ class Reliability:
         while qp.wrs:
             self._complete(qpn, qp.wrs.popleft(), status)
         self._free_probes(qpn)
+        self._emit("limit", qpn=qpn, psn_limit=qp.next_psn)
 
     # --- inputs -----------------------------------------------------------------------------------
 

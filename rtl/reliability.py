@@ -88,7 +88,7 @@ class Reliability(wiring.Component):
     ``models/reliability.py`` (its module docstring fixes every rule: PSN limit, send records,
     SACK and NACK processing, timers, the probe list, completions, QP errors).
 
-    Structure. One engine takes one job at a time: a pending PSN limit (after a set-up), a tick,
+    Structure. One engine takes one job at a time: a pending PSN limit (after a set-up or a QP error), a tick,
     or one input record (round robin over the four inputs). Per QP, the state searched per record
     lives in registers: ``cack_psn``, ``next_psn``, the window, the work-request FIFO pointers
     and, per metadata entry (``ring`` per QP, PSN ``p`` in entry ``p mod ring``), bit vectors
@@ -392,7 +392,8 @@ class Reliability(wiring.Component):
             """The QP enters the error state; its pending work requests are flushed next."""
             count("qp_error")
             m.d.sync += [Array(error)[q].eq(1), Array(fire)[q].eq(0), l_q.eq(q),
-                         flush_status.eq(status), flush_to_fire.eq(to_fire)]
+                         flush_status.eq(status), flush_to_fire.eq(to_fire),
+                         limit_pending.eq(limit_pending | (1 << q))]   # closed at next_psn
             m.d.sync += p_valid.eq(p_valid & ~Cat(*(p_q[e] == q for e in range(P))))
             m.next = "FLUSH_PICK"
 
@@ -434,7 +435,8 @@ class Reliability(wiring.Component):
                 with m.Elif(pend_any):
                     with m.If(o_limit.free):
                         emit(o_limit, qpn=pend_q,
-                             psn_limit=Array(cack)[pend_q] + 1 + Array(win)[pend_q])
+                             psn_limit=Mux(Array(error)[pend_q], Array(nxt)[pend_q],
+                                           Array(cack)[pend_q] + 1 + Array(win)[pend_q]))
                         m.d.sync += limit_pending.eq(limit_pending & ~(1 << pend_q))
                 with m.Elif(tick_due):
                     with m.If(o_trace.free):

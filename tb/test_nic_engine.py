@@ -37,6 +37,8 @@ path building let data take every frame's room on a busy plane ahead of a waitin
 record, so SACKs waited for thousands of cycles, the peer's timers fired on the healthy T1-0
 paths, BAD events marked them, and the other QPs were left on the dead paths until their retry
 limit (``rtl/tx_path.py``: a waiting control record now keeps its plane out of data requests).
+The error closes QP 3's PSN limit: no new PSN of it leaves after that (once it sent up to its
+window's end).
 """
 
 import logging
@@ -631,6 +633,11 @@ async def perf(dut):
     write_perf(dut, "nic_engine", pair.width, rows)
 
 
+# Cycles from the closing PSN limit (a QP error) to the last new PSN it may still let out: the
+# limit's FIFO and the segmenter's and path builder's pipelines.
+CLOSE_SLACK = 32
+
+
 @cocotb.test()
 async def qp_error(dut):
     """Every path of QP 3 dies: QP 3 errs after retry_limit timeouts (RETRY_EXCEEDED on the
@@ -654,6 +661,15 @@ async def qp_error(dut):
             f"{nic.prefix}: QP 3 completions {errors[:4]}"
         info = await nic.cfg.read(nic_addr("reliability", rel_map.qp_addr(3, rel_map.OFF_SETUP)))
         assert info >> 30 & 1, f"{nic.prefix}: QP 3 not in the error state"
+        # The error closed QP 3's PSN limit at its next PSN: no new PSN goes out once the
+        # transmit engine has it (a packet already being built may still be sent).
+        close_cycle, close = [(c, r) for c, r in nic.log["limit"] if r["qpn"] == 3][-1]
+        late = [(c, r["psn"]) for c, r in nic.log["send"] if r["qpn"] == 3 and c > close_cycle and
+                not r["rtx"] and not r["flushed"]]
+        dut._log.info("%s: QP 3 closed at PSN %d in cycle %d; new PSNs sent after: %s",
+                      nic.prefix, close["psn_limit"], close_cycle, late)
+        assert all(c <= close_cycle + CLOSE_SLACK for c, _ in late), \
+            f"{nic.prefix}: QP 3 sent new PSNs after its error: {late}"
     # The host goes on posting, to QP 3 too (more than the transmit engine's wrs_per_qp): QP 3's
     # requests complete with QP_ERROR at once and never reach the transmit engine, the other QPs
     # complete everything.

@@ -78,6 +78,7 @@ class _Sender:
         self.completed = []          # (req_id, status) in order
         self.retired = []
         self.error = False
+        self.closed = False           # the latest PSN limit was the block's next PSN (closed)
         self.wr_index = 0            # the work request being segmented
         self.packet = 0              # its next packet
         self.next_psn = start
@@ -351,8 +352,10 @@ class World:
             self.stats[f"retx_cause_{rec['cause']}"] += 1
             s.retx.append((rec["psn"], rec["avoid_ev"]))
         elif stream == "limit":
+            # Only a QP error moves it back: closed at the next PSN the block expects.
+            s.closed = rec["psn_limit"] == s.engine_next
             if s.limit is not None:
-                assert psn_diff(rec["psn_limit"], s.limit) >= 0, \
+                assert psn_diff(rec["psn_limit"], s.limit) >= 0 or s.closed, \
                     f"PSN limit of QP {q} moved back from {s.limit}: {rec}"
             s.limit = rec["psn_limit"]
         elif stream == "cpl":
@@ -397,6 +400,7 @@ class World:
         for q, s in enumerate(self.senders):
             assert s.done(), f"QP {q}: {len(s.completed)} of {len(s.wrs)} completed"
             assert s.retired == [r for r, _ in s.completed], f"QP {q}: retires {s.retired}"
+            assert s.closed or not s.error, f"QP {q} failed but its PSN limit is open: {s.limit}"
             if not s.error:
                 assert all(st == CompletionStatus.OK for _, st in s.completed)
                 assert psn_diff(s.next_psn, s.acked_upto) == 1, \
