@@ -6,7 +6,8 @@
 #   fpga-ci (the ECP5 and iCE40 bitstreams CI builds).
 # Knobs: WAVES=1 (waveforms from the cocotb benches), SIM=icarus|verilator (make sim),
 #        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
-#        BOARD=ulx3s|orangecrab|icebreaker|colorlight and CLK_MHZ=<core clock> (make fpga).
+#        BOARD=ulx3s|orangecrab|icebreaker (the NIC loop; iCE40: frame loop),
+#        ulx3s_switch|orangecrab_switch|colorlight (switch loop), CLK_MHZ=<core clock> (make fpga).
 
 SHELL := /bin/bash
 JOBS ?= 2

@@ -52,11 +52,28 @@ BLOCKS = {
                         slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
                         buffer_bytes=8192, header_slots=8, mpr=128, wimm_max=16, ring=32,
                         probe_entries=4, wr_depth=4, timer_bits=10)),
+    "link": ("rtl.link:Link", "link", "tb.test_link"),
 }
 WIDTHS = (64, 512)
 OUT_JSON = ROOT / "bench" / "results.json"
 OUT_MD = ROOT / "bench" / "results.md"
 README = ROOT / "README.md"
+# The NIC top's cells and block RAM: Yosys ``synth_ecp5`` of ``rtl.gen.TOPS["nic_engine"]`` as
+# ``make report`` caches it (about an hour on 2 cores, so not run here).
+NIC_STAT = ROOT / "build" / "fpga" / "report" / "nic_engine-ecp5" / "stat.json"
+
+
+def nic_top_resources():
+    """A sentence on the NIC top's LUT4, FF and DP16KD, or how to get them."""
+    from fpga import flow
+    from rtl.gen import TOPS
+
+    config = TOPS["nic_engine"].description
+    if not NIC_STAT.exists():
+        return f"NIC top ({config}): run `make report` for its cell and block RAM counts."
+    got = flow.yosys_summary(json.loads(NIC_STAT.read_text()), flow.DEVICES["ecp5"], "nic_engine")
+    return (f"NIC top ({config}), Yosys `synth_ecp5`: {got['lut4']:,} LUT4, {got['ff']:,} FF, "
+            f"{got['bram']} DP16KD (the LFE5U-85F has 83,640 LUT4 and 208 DP16KD).")
 BEGIN, END = "<!-- BENCH:BEGIN -->", "<!-- BENCH:END -->"
 
 
@@ -152,8 +169,8 @@ def main(argv=None):
           "ports, whose efficiency is against its core of N x W bits. nic_engine is the two-NIC "
           "bench with a path dying and healing (`tb/test_nic_engine.py`, `perf`): payload bytes "
           "per cycle of both NICs after the heal against both directions of both planes (32 B "
-          "per cycle), and as latency the cycles from the path's death to its last use.\n\n"
-          + table(rows))
+          "per cycle), and as latency the cycles from the path's death to its last use. "
+          + nic_top_resources() + "\n\n" + table(rows))
     OUT_MD.write_text(md)
     print(table(rows))
     replace_between_markers(README, BEGIN, END, table(rows))

@@ -166,6 +166,8 @@ def table(rows):
         status = r.get("status", "")
         if r.get("message") and status != "fits":
             status += f": {r['message']}"
+        if r.get("timing_met") is False:
+            status += " (timing not met at the target clock)"
         if r.get("wrapper_in_bits"):
             status += f" (P&R with the {r['wrapper_in_bits']}-bit pin wrapper)"
         secs = sum(r.get(k) or 0 for k in ("synth_s", "pnr_s", "build_s"))

@@ -59,7 +59,7 @@ from .usid import Forward, un_step
 from .fabric_topology import HOST, T0, T1
 
 __all__ = ["PS_PER_NS", "PS_PER_US", "EventLoop", "Packet", "FabricPort", "Impairment", "Wire",
-           "Switch", "Network", "FrameTap", "ps", "us"]
+           "Switch", "Network", "FrameTap", "WireTap", "ps", "us"]
 
 PS_PER_NS = 1000
 PS_PER_US = 1_000_000
@@ -617,6 +617,24 @@ class FrameTap:
     def take(self):
         frames, self.frames = self.frames, []
         return frames
+
+
+class WireTap:
+    """Sees every frame a :class:`Wire` delivers, as it arrives (its last bit at the far end,
+    after the propagation delay): it takes the wire's sink's place, calls ``record(time_ps,
+    packet)`` and passes the packet on, unchanged. Frames the wire loses are not seen. Put it
+    on a wire after the endpoints are attached (:meth:`Network.attach` sets the sinks of the
+    host wires); untapped wires pay nothing."""
+
+    def __init__(self, wire, record):
+        self.wire = wire
+        self.sink = wire.sink
+        self.record = record
+        wire.sink = self
+
+    def receive(self, packet, port):
+        self.record(self.wire.loop.now, packet)
+        self.sink.receive(packet, port)
 
 
 class Network:

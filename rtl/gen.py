@@ -56,6 +56,7 @@ TOPS = {
     "pattern_memory": top("rtl.pattern_memory", "PatternMemory", data_width=64),
     "wr_generator": top("rtl.wr_generator", "WrGenerator"),
     "selftest_nic": top("rtl.selftest_nic", "SelfTestNic"),
+    "link": top("rtl.link", "Link", data_width=64),
 }
 
 

@@ -18,6 +18,7 @@ have_cmd make || missing+=(make)
 have_deb liblz4-dev || missing+=(liblz4-dev)
 have_deb zlib1g-dev || missing+=(zlib1g-dev)
 have_cmd dfu-suffix || missing+=(dfu-util)     # the OrangeCrab bitstream build (make fpga)
+have_cmd tshark || missing+=(tshark)           # checks that the simulation's pcapng files open cleanly
 # The venv module must work for the interpreter we use (Debian's python3 needs python3-venv).
 "$PY" -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 

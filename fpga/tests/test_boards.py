@@ -50,7 +50,7 @@ def test_the_ice40_board_has_no_switch_and_the_ecp5_ones_do():
 def test_the_nic_core_is_offered_on_the_large_ecp5_boards_only():
     """A NIC engine cannot fit the UP5K (5,280 LUTs) nor, with the switch, the LFE5U-25F."""
     nic_boards = {name for name, board in boards.BOARDS.items() if board.nic}
-    assert nic_boards == {"ulx3s_nic", "orangecrab_nic"}
+    assert nic_boards == {"ulx3s", "orangecrab"}
     assert all(boards.BOARDS[name].family == "ecp5" for name in nic_boards)
 
 
