@@ -41,7 +41,6 @@ The error closes QP 3's PSN limit: no new PSN of it leaves after that (once it s
 window's end).
 """
 
-import logging
 from collections import defaultdict, deque
 
 import pytest
@@ -50,8 +49,8 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from models.fabric import Fault, FrameFabric
-from models.fabric_nic import draw_ev_sets, region_base, region_rkey
-from models.fabric_topology import Topology, nic_address, port_mac
+from models.fabric_nic import draw_ev_sets
+from models.fabric_topology import Topology
 from models.records import (COMPLETION, EV_EVENT, EV_MARKED, FEEDBACK_RECORD, PSN_LIMIT, RETIRE,
                             RETX_REQUEST, SEND_RECORD, WORK_REQUEST, CONTROL_RECORD,
                             CompletionStatus, EvEvent, RetxCause)
@@ -59,15 +58,11 @@ from models.reliability import TRACE, QpConfig, Reliability, Source, STREAMS
 from models.spray import ev_path, make_ev
 from models.tick import TickModel
 from rtl import reliability as rel_map
-from rtl import rx_engine as rx_map
 from rtl import spray_scheduler as spray_map
-from rtl import tx_path as path_map
-from models import segmenter as seg_map
 from rtl.nic_engine import ENGINE_STATUS, nic_addr
-from rtl.tx_engine import engine_addr
-from rtl.rx_front import ADDR_INNER_DST, ADDR_QP_ENABLE, region_reg
-from rtl.rx_tracker import OFF_CACK, SETUP_ENABLE as TRACKER_ENABLE, qp_addr as tracker_qp_addr
 from tb.nic_pair import NicPair, PREFIXES
+from tb.host_traffic import HostTraffic
+from tb.nic_setup import configure_nic, tx_addr
 
 CONFIG = dict(n_qps=4, n_planes=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
               slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
@@ -77,25 +72,16 @@ QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=7, retry_limit=3, probe_period=1
 TOPOLOGY = dict(hosts=2, t0s=2, t1s=2, link_delay_ns=20.0)
 QPS = (0, 1, 2, 3)
 CYCLE_PS = 4000
-REGION_BYTES = 1 << 22
-MEMORY_SIZE = 1 << 48             # sparse: the regions lie at 2^40 (q + 1)
-SEND_BASE = 0x1000_0000           # each NIC's send buffers
 MESSAGES = 4                      # per QP and direction, per phase
 LOSS = dict(loss=0.05, trim=0.03, ce=0.1, jitter_ns=300.0)
 DEATH_CYCLES = 8000
 HEALED_CYCLES = 10000
-MASK32 = 0xFFFF_FFFF
 TAPS = ("send", "fb", "marked", "wr") + STREAMS
 INPUT_OF_SOURCE = {Source.SEND: "send", Source.FEEDBACK: "fb", Source.MARKED: "marked",
                    Source.WORK_REQUEST: "wr"}
 TAP_RECORDS = {"send": SEND_RECORD, "fb": FEEDBACK_RECORD, "marked": EV_MARKED,
                "wr": WORK_REQUEST, "retx": RETX_REQUEST, "limit": PSN_LIMIT, "retire": RETIRE,
                "cpl": COMPLETION, "ev": EV_EVENT, "ctrl": CONTROL_RECORD}
-
-
-def tx_addr(block, addr):
-    """The NIC's configuration address of word ``addr`` of transmit block ``block``."""
-    return nic_addr("tx", engine_addr(block, addr))
 
 
 class PrefixedPort:
@@ -107,25 +93,19 @@ class PrefixedPort:
             setattr(self, name, getattr(dut, f"{prefix}_{name}"))
 
 
-class Nic:
-    """One NIC of the pair: its host (memory, work requests, completions), its configuration and
-    the replay of its reliability block on the model."""
+class Nic(HostTraffic):
+    """One NIC of the pair: its host (:class:`tb.host_traffic.HostTraffic`: memory, work
+    requests, completions), its configuration and the replay of its reliability block on the
+    model."""
 
     def __init__(self, dut, rng, prefix, host, p):
-        from cocotbext.axi import AxiBus, AxiRam
+        from tb.common.bench import ConfigDriver, RecordSource
 
-        from tb.common.bench import ConfigDriver, RecordSink, RecordSource, random_pause
-
-        self.dut, self.rng, self.prefix, self.host, self.p = dut, rng, prefix, host, p
+        super().__init__(dut, rng, p, prefix, QPS, prefix)
+        self.dut, self.prefix, self.host = dut, prefix, host
         self.peer = 1 - host
         self.cfg = ConfigDriver(PrefixedPort(dut, prefix))
-        self.ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_m_axi"), dut.clk, dut.rst,
-                          size=MEMORY_SIZE)
-        for side in (self.ram.write_if, self.ram.read_if):
-            side.log.setLevel(logging.WARNING)
-        self.wr = RecordSource(dut, f"{prefix}_s_wr")
         self.ev = RecordSource(dut, f"{prefix}_s_ev")
-        self.cpl = RecordSink(dut, f"{prefix}_m_cpl", random_pause(rng, 0.2))
         self.model = Reliability(n_qps=p["n_qps"], ring=p["ring"],
                                  probe_entries=p["probe_entries"], wr_depth=p["wr_depth"],
                                  timer_bits=p["timer_bits"])
@@ -139,126 +119,18 @@ class Nic:
         self.model_out = {s: deque() for s in STREAMS}
         self.log = defaultdict(list)      # tap name -> [(cycle, record)]
         self.compared = 0
-        self.start_psns = {q: rng.choice((0, (1 << 24) - 3, rng.getrandbits(24))) for q in QPS}
-        self.send_offset = 0
-        self.region_used = {q: 0 for q in QPS}
-        self.pending = {q: deque() for q in QPS}      # messages posted, not completed
-        self.backlog = {q: deque() for q in QPS}      # messages not posted yet
-        self.done = []                                # (message, status)
-        self.req_ids = {q: 0 for q in QPS}
-        self.recv_cpls = []                           # Write-with-Immediate completions here
 
     # --- configuration ----------------------------------------------------------------------
 
     async def configure(self, topo, peer_starts, ev_sets):
-        """Every block of the NIC through its one configuration port, the model alike."""
-        from tb.test_tx_engine import table_write
-
-        cfg, p, n = self.cfg, self.p, self.p["n_planes"]
-        assert nic_addr("tx", 0) == 0            # the transmit engine's map is at the base
-        await cfg.write(tx_addr("tx_path", path_map.ADDR_OWN_HOST), self.host)
-        await cfg.write(tx_addr("tx_path", path_map.ADDR_OWN_T0), topo.t0_of(self.host))
-        for plane in range(n):
-            src, dst = port_mac(plane, self.host), port_mac(plane, self.peer)
-            for word, value in enumerate((src & MASK32, src >> 32, dst & MASK32, dst >> 32)):
-                await cfg.write(tx_addr("tx_path", path_map.port_addr(plane, word)), value)
-        await cfg.write(tx_addr("spray", spray_map.ADDR_EV_MIN_ACTIVE), p["ev_min_active"])
-        await cfg.write(tx_addr("spray", spray_map.ADDR_NUM_T1), topo.t1s)
-        for q in QPS:
-            await cfg.write(tx_addr("segmenter", seg_map.QP_CONTEXT + q),
-                            1 << 31 | self.start_psns[q])
-            for off, value in ((path_map.OFF_PEER_QPN, q), (path_map.OFF_PEER_HOST, self.peer),
-                               (path_map.OFF_PEER_PATH, topo.t0_of(self.peer) |
-                                topo.port_of(self.peer) << 16)):
-                await cfg.write(tx_addr("tx_path", path_map.qp_addr(q, off)), value)
-            evs, seeds, pools = ev_sets[q]
-            for plane in range(n):
-                for s, ev in enumerate(evs[plane]):
-                    await table_write(cfg, spray_map.table_addr(
-                        q, plane, spray_map.OFF_SLOT_EV + s), ev)
-                for i, ev in enumerate(pools[plane]):
-                    await table_write(cfg, spray_map.table_addr(
-                        q, plane, spray_map.OFF_POOL_EV + i), ev)
-                await table_write(cfg, spray_map.table_addr(q, plane, spray_map.OFF_LFSR),
-                                  seeds[plane])
-        enable = sum(1 << q for q in QPS)
-        await cfg.write(tx_addr("tx_path", path_map.ADDR_QP_ENABLE), enable)
-        while await cfg.read(tx_addr("spray", spray_map.ADDR_STATUS)):
-            pass
-        await cfg.write(tx_addr("spray", spray_map.ADDR_QP_ENABLE), enable)
-        # Receive: QPs, own address, one region per QP, tracker start PSNs (the peer's).
-        await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + ADDR_QP_ENABLE), enable)
-        inner = nic_address(self.host)
-        for i in range(4):
-            await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + ADDR_INNER_DST + i),
-                            inner >> (32 * i) & MASK32)
-        for q in QPS:
-            for name, value in (("rkey", region_rkey(q)), ("base_lo", region_base(q)),
-                                ("base_hi", region_base(q) >> 32), ("length_lo", REGION_BYTES),
-                                ("length_hi", 0), ("valid", 1)):
-                await cfg.write(nic_addr("rx", rx_map.FRONT_BASE + region_reg(q, name)),
-                                value & MASK32)
-            await cfg.write(nic_addr("rx", rx_map.TRACKER_BASE + tracker_qp_addr(q, OFF_CACK)),
-                            peer_starts[q] | TRACKER_ENABLE)
-        # Reliability: parameters, then set-up (the model alike, in the same order).
-        c = self.qp_config
-        for q in QPS:
-            for off, value in ((rel_map.OFF_W_MAX, c.w_max), (rel_map.OFF_MPR, c.mpr),
-                               (rel_map.OFF_K, c.timeout_exp), (rel_map.OFF_RETRY, c.retry_limit),
-                               (rel_map.OFF_PERIOD, c.probe_period)):
-                await cfg.write(nic_addr("reliability", rel_map.qp_addr(q, off)), value)
-            await cfg.write(nic_addr("reliability", rel_map.qp_addr(q, rel_map.OFF_SETUP)),
-                            self.start_psns[q] | rel_map.SETUP_ENABLE)
-            self.model.setup(q, self.start_psns[q], True, c)
+        """Every block of the NIC through its one configuration port, the model alike (the
+        reliability set-up of each QP in the same order)."""
+        def mirror(q):
+            self.model.setup(q, self.start_psns[q], True, self.qp_config)
             self.take_model()
 
-    # --- host ---------------------------------------------------------------------------------
-
-    def add_messages(self, count, sizes):
-        """``count`` random Writes per QP into the backlog; their payload written to memory."""
-        rng, pmtu = self.rng, self.p["pmtu"]
-        for q in QPS:
-            for _ in range(count):
-                length = rng.choice(sizes(pmtu))
-                local = SEND_BASE + self.send_offset
-                self.send_offset += length + rng.randrange(0, 64)
-                data = rng.randbytes(length)
-                self.ram.write(local, data)
-                remote = region_base(q) + self.region_used[q]
-                self.region_used[q] += length + rng.randrange(0, 64)
-                assert self.region_used[q] <= REGION_BYTES
-                imm = rng.random() < 0.3
-                self.backlog[q].append(dict(qpn=q, local_addr=local, remote_va=remote,
-                                            rkey=region_rkey(q), length=length,
-                                            has_imm=int(imm), imm=rng.getrandbits(32),
-                                            data=data))
-
-    def post(self):
-        """Post backlog messages while the QP holds fewer than ``wrs_per_qp``."""
-        for q in QPS:
-            while self.backlog[q] and len(self.pending[q]) < self.p["wrs_per_qp"]:
-                msg = self.backlog[q].popleft()
-                msg["req_id"] = self.req_ids[q]
-                self.req_ids[q] = (self.req_ids[q] + 1) & 0xFFFF
-                self.pending[q].append(msg)
-                self.wr.send(WORK_REQUEST.pack(**{k: v for k, v in msg.items() if k != "data"}))
-
-    def completions(self, cycle):
-        """Take the completions out: sender side in request order per QP."""
-        while self.cpl.queue:
-            rec = COMPLETION.unpack(self.cpl.queue.popleft())
-            if rec["is_recv"]:
-                self.recv_cpls.append(rec)
-                continue
-            q = rec["qpn"]
-            assert self.pending[q], f"{self.prefix}: completion with nothing pending: {rec}"
-            msg = self.pending[q].popleft()
-            assert rec["req_id"] == msg["req_id"], f"{self.prefix}: completion {rec}, {msg}"
-            msg["cycle"] = cycle
-            self.done.append((msg, rec["status"]))
-
-    def idle(self):
-        return not any(self.backlog.values()) and not any(self.pending.values())
+        await configure_nic(self.cfg, self.p, topo, self.host, {q: self.peer for q in QPS},
+                            self.start_psns, peer_starts, ev_sets, self.qp_config, mirror)
 
     # --- the reliability replay ---------------------------------------------------------------
 

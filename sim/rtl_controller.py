@@ -1,0 +1,261 @@
+"""The cocotb-side controller of the RTL fabric (``sim/rtl_fabric.py``): configures every switch,
+link and NIC through the one AXI4-Lite slave (cocotbext-axi ``AxiLiteMaster``) from the
+:class:`models.fabric_topology.Topology`, runs each host (memory, work requests, completions),
+checks the receivers' memory and applies link faults (cut, heal, loss, slow) by writing the
+links' registers.
+
+NIC set-up is :func:`tb.nic_setup.configure_nic`, the two-NIC bench's (``tb/test_nic_engine.py``):
+EV sets by :func:`models.fabric_nic.draw_ev_sets`, one memory region per QP at
+:func:`models.fabric_nic.region_base`. QP q of host h talks to QP q of host
+``(2 q + 1 - h) mod H`` (H even: a pairing, never the host itself).
+"""
+
+import logging
+import time
+
+import cocotb
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from models.fabric_nic import draw_ev_sets
+from models.fabric_topology import T0, T1
+from models.link import COUNTERS as LINK_COUNTERS
+from models.records import CompletionStatus
+from models.reliability import QpConfig
+from rtl import reliability as rel_map
+from rtl.link import ADDR as LINK_ADDR
+from rtl.link import ADDR_COUNTERS as LINK_ADDR_COUNTERS
+from rtl.nic_engine import nic_addr
+from models.switch import INGRESS_COUNTERS
+from rtl.switch import egress_counter, ingress_counter
+from rtl.un_stage import (ADDR_OWN_USID, ENTRY_KEY_HI, ENTRY_KEY_LO, ENTRY_PORT, ENTRY_VALID,
+                          TABLE_BASE, TABLE_STRIDE)
+from sim.rtl_fabric import DOWN, UP, AddressMap
+from tb.host_traffic import HostTraffic
+from tb.nic_setup import MASK32, configure_nic
+
+__all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "peer_of"]
+
+# The two-NIC bench's QP parameters, but a timeout of 2^8 ticks (4196 cycles at the NICs' 16 MHz
+# tick clock) instead of 2^7: through RTL switches with one plane, eight outstanding messages of up
+# to 2 PMTU per NIC port once took longer than 2^7 ticks (2098 cycles) to be acknowledged on a
+# lossless fabric, and the timer retransmitted for nothing.
+QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=8, retry_limit=3, probe_period=16)
+CYCLE_PS = 4000                   # 250 MHz
+LOSS_SCALE = 1 << 16              # a link's ``loss`` register: frames with LFSR value below it
+
+
+def peer_of(host, qpn, hosts):
+    """The host QP ``qpn`` of ``host`` talks to (its QP ``qpn``)."""
+    return (2 * qpn + 1 - host) % hosts
+
+
+class Window:
+    """``write``/``read`` of one node's own word addresses through the AXI4-Lite master."""
+
+    def __init__(self, master, base):
+        self.master, self.base = master, base
+
+    async def write(self, addr, value):
+        await self.master.write_dword(4 * (self.base + addr), value & MASK32)
+
+    async def read(self, addr):
+        return await self.master.read_dword(4 * (self.base + addr))
+
+
+class Host(HostTraffic):
+    """One host: its memory (``AxiRam`` on ``h<h>_m_axi``), work requests, completions; QP q
+    talks to host ``peers[q]``."""
+
+    def __init__(self, dut, rng, host, p, peers):
+        super().__init__(dut, rng, p, f"h{host}", sorted(peers), f"host {host}")
+        self.host, self.peers = host, peers
+
+
+class Controller:
+    """The fabric's controller: configuration, hosts, faults, checks and counters."""
+
+    def __init__(self, dut, rng, topology, nic_params):
+        from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+        hosts = topology.hosts
+        if hosts % 2:
+            raise ValueError(f"Controller: QPs pair hosts; {hosts} hosts is odd")
+        self.dut, self.rng, self.topo, self.p = dut, rng, topology, nic_params
+        self.map = AddressMap(topology)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        for channel in ("write_if", "read_if"):
+            getattr(self.axil, channel).log.setLevel(logging.WARNING)
+        qps = range(nic_params["n_qps"])
+        self.hosts = [Host(dut, rng, h, nic_params, {q: peer_of(h, q, hosts) for q in qps})
+                      for h in range(hosts)]
+        self.qp_config = QpConfig(**QP_CONFIG)
+        self.cycle = 0
+        self.faults = []            # (cycle, what)
+
+    # --- configuration ---------------------------------------------------------------------------
+
+    def nic(self, host):
+        return Window(self.axil, self.map.nic(host))
+
+    def switch(self, role, plane, index):
+        return Window(self.axil, self.map.switch(role, plane, index))
+
+    def link(self, cable, direction):
+        return Window(self.axil, self.map.link(cable, direction))
+
+    async def start(self):
+        """Clock and reset, the per-cycle task, then every table of the fabric."""
+        from tb.common.bench import start
+
+        await start(self.dut)
+        cocotb.start_soon(self._run())
+        began = time.monotonic()
+        await self.configure()
+        self.dut._log.info("configured the fabric in %d cycles (%.1f s)", self.cycle,
+                           time.monotonic() - began)
+
+    async def configure(self):
+        topo = self.topo
+        for role, plane, index in self.map.switches:
+            sw = self.switch(role, plane, index)
+            await sw.write(ADDR_OWN_USID, topo.own_usid(role, plane, index))
+            for i, (key, port) in enumerate(sorted(topo.routes(role, plane, index).items())):
+                base = TABLE_BASE + TABLE_STRIDE * i
+                await sw.write(base + ENTRY_KEY_LO, key & MASK32)
+                await sw.write(base + ENTRY_KEY_HI, key >> 32)
+                await sw.write(base + ENTRY_PORT, port)
+                await sw.write(base + ENTRY_VALID, 1)
+        delay = round(topo.link_delay_ns * 1000 / CYCLE_PS)
+        for cable, direction in self.map.links:
+            await self.link(cable, direction).write(LINK_ADDR["delay"], delay)
+        ev_sets = {}
+        for host in self.hosts:
+            ev_sets[host.host] = {
+                q: draw_ev_sets(self.rng, topo.planes, topo.t1s, self.p["slots"],
+                                self.p["backups"], topo.same_t0(host.host, peer))
+                for q, peer in host.peers.items()}
+        for host in self.hosts:
+            peer_starts = {q: self.hosts[peer].start_psns[q] for q, peer in host.peers.items()}
+            await configure_nic(self.nic(host.host), self.p, topo, host.host, host.peers,
+                                host.start_psns, peer_starts, ev_sets[host.host],
+                                self.qp_config)
+
+    # --- running ---------------------------------------------------------------------------------
+
+    async def _run(self):
+        clk = self.dut.clk
+        while True:
+            await RisingEdge(clk)
+            self.cycle += 1
+            for host in self.hosts:
+                host.completions(self.cycle)
+
+    async def run_until_idle(self, limit_cycles, progress_every=20000):
+        """Post work until every message completed; raise after ``limit_cycles``."""
+        end = self.cycle + limit_cycles
+        next_report = self.cycle + progress_every
+        while not all(host.idle() for host in self.hosts):
+            if self.cycle >= end:
+                raise AssertionError(f"messages still pending after {limit_cycles} cycles: "
+                                     f"{self.progress()}")
+            for host in self.hosts:
+                host.post()
+            await ClockCycles(self.dut.clk, 16)
+            if self.cycle >= next_report:
+                self.dut._log.info("cycle %d: %s", self.cycle, self.progress())
+                next_report += progress_every
+        await ClockCycles(self.dut.clk, 200)
+
+    async def keep_posting(self, cycles):
+        end = self.cycle + cycles
+        while self.cycle < end:
+            for host in self.hosts:
+                host.post()
+            await ClockCycles(self.dut.clk, 16)
+
+    def progress(self):
+        return "; ".join(f"host {h.host}: {len(h.done)} done, "
+                         f"{sum(map(len, h.pending.values()))} pending, "
+                         f"{sum(map(len, h.backlog.values()))} backlog" for h in self.hosts)
+
+    # --- checks ----------------------------------------------------------------------------------
+
+    def check_memory(self):
+        """Every completed message OK and its bytes in its peer's memory; the immediates of the
+        Writes with Immediate completed at the receiver in order. Returns (messages, bytes)."""
+        messages = size = 0
+        imms = {}
+        for host in self.hosts:
+            for msg, status in host.done:
+                q = msg["qpn"]
+                assert status == CompletionStatus.OK, f"host {host.host} QP {q}: status {status}"
+                peer = self.hosts[host.peers[q]]
+                got = peer.ram.read(msg["remote_va"], msg["length"])
+                assert got == msg["data"], f"host {host.host} QP {q}: memory of host " \
+                    f"{peer.host} differs at {msg['remote_va']:#x} ({msg['length']} bytes)"
+                if msg["has_imm"]:
+                    imms.setdefault((peer.host, q), []).append(msg["imm"])
+                messages += 1
+                size += msg["length"]
+        got = {}
+        for host in self.hosts:
+            for rec in host.recv_cpls:
+                got.setdefault((host.host, rec["qpn"]), []).append(rec["imm"])
+        assert got == imms, "receive completions differ from the Writes with Immediate sent"
+        return messages, size
+
+    # --- faults ----------------------------------------------------------------------------------
+
+    def uplink(self, plane, t0, t1):
+        """The cable between T0 ``t0`` and T1 ``t1`` of ``plane``."""
+        for cable in self.topo.links():
+            if cable.a == (T0, plane, t0) and cable.b == (T1, plane, t1):
+                return cable
+        raise ValueError(f"no cable T0 {t0} - T1 {t1} on plane {plane}")
+
+    async def _set(self, cable, name, value, directions):
+        self.faults.append((self.cycle, f"{cable.a}-{cable.b} {name}={value}"))
+        for direction in directions:
+            await self.link(cable, direction).write(LINK_ADDR[name], value)
+
+    async def cut(self, cable, directions=(UP, DOWN)):
+        await self._set(cable, "up", 0, directions)
+
+    async def heal(self, cable, directions=(UP, DOWN)):
+        await self._set(cable, "up", 1, directions)
+
+    async def lossy(self, cable, fraction, directions=(UP, DOWN)):
+        """Drop about ``fraction`` of the frames (the link's LFSR draws per frame)."""
+        await self._set(cable, "loss", min(LOSS_SCALE - 1, round(fraction * LOSS_SCALE)),
+                        directions)
+
+    async def slow(self, cable, rate, directions=(UP, DOWN)):
+        """At most one beat per ``rate + 1`` cycles (0: full rate)."""
+        await self._set(cable, "rate", rate, directions)
+
+    # --- counters --------------------------------------------------------------------------------
+
+    async def counters(self):
+        """The NICs' reliability counters, the switches' egress and ingress counters and the
+        links' counters, each summed over the fabric."""
+        out = {}
+        for host in self.hosts:
+            nic = self.nic(host.host)
+            for name in ("send", "send_retx", "timeout", "nack", "recovered", "qp_error"):
+                out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.read(
+                    nic_addr("reliability", rel_map.ADDR_COUNTERS[name]))
+        for role, plane, index in self.map.switches:
+            sw = self.switch(role, plane, index)
+            for port in range(self.topo.switch_ports(role)):
+                for name in ("forwarded", "trimmed", "ecn_marked", "dropped_full"):
+                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.read(
+                        egress_counter(port, name))
+                for name in INGRESS_COUNTERS:
+                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.read(
+                        ingress_counter(port, name))
+        for cable, direction in self.map.links:
+            link = self.link(cable, direction)
+            for name in LINK_COUNTERS[:3]:
+                out[f"link_{name}"] = out.get(f"link_{name}", 0) + await link.read(
+                    LINK_ADDR_COUNTERS[name])
+        return out
