@@ -118,30 +118,6 @@ async def monitor(dut, log):
         log.cycle = cycle + 1
 
 
-def phased_pause(rng, probabilities, phase_cycles):
-    """A pause generator whose probability changes every ``phase_cycles`` cycles."""
-    while True:
-        p = rng.choice(probabilities)
-        for _ in range(phase_cycles):
-            yield rng.random() < p
-
-
-def axis(dut, rng=None, idle=None, backpressure=None):
-    from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
-
-    dut.s_axis_tvalid.value = 0
-    dut.m_axis_tready.value = 0
-    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-    for end in (source, sink):
-        end.log.setLevel("WARNING")
-    if idle:
-        source.set_pause_generator(phased_pause(rng, idle, 200))
-    if backpressure:
-        sink.set_pause_generator(phased_pause(rng, backpressure, 200))
-    return source, sink
-
-
 # --- Traffic -------------------------------------------------------------------------------------
 
 def random_frame(rng, lanes, user):
@@ -264,7 +240,8 @@ def check_run(log, model, depth):
 
 @cocotb.test()
 async def link_random(dut):
-    from tb.common.bench import ConfigDriver, frames, make_rng, params, start, write_result
+    from tb.common.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
+        write_result
 
     p = params()
     width, delay_max, rate_max = p["data_width"], p["delay_max"], p["rate_max"]
@@ -273,7 +250,8 @@ async def link_random(dut):
     n_frames = frames(FRAMES)
     rng = make_rng(dut)
     cfg = ConfigDriver(dut)
-    source, sink = axis(dut, rng, idle=(0.0, 0.0, 0.2, 0.6), backpressure=(0.0, 0.0, 0.3, 0.8))
+    source, sink = axis_ends(dut, rng, idle=(0.0, 0.0, 0.2, 0.6),
+                             backpressure=(0.0, 0.0, 0.3, 0.8))
     await start(dut)
     log = Log()
     cocotb.start_soon(monitor(dut, log))
@@ -355,12 +333,12 @@ def check_line_rate(ins, outs, latency, what):
 
 async def line_rate_setup(dut):
     """The bench of the line-rate tests: no idle, no backpressure; returns its parts."""
-    from tb.common.bench import ConfigDriver, make_rng, params, start
+    from tb.common.bench import ConfigDriver, axis_ends, make_rng, params, start
 
     p = params()
     rng = make_rng(dut)
     cfg = ConfigDriver(dut)
-    source, sink = axis(dut)
+    source, sink = axis_ends(dut)
     await start(dut)
     log = Log()
     cocotb.start_soon(monitor(dut, log))

@@ -211,15 +211,6 @@ async def monitor(dut, checker):
             checker.config_write(int(addr.value), int(wdata.value))
 
 
-def phased_pause(rng, probabilities, phase_cycles=150):
-    """A pause generator whose probability changes every ``phase_cycles`` cycles: stretches of
-    back-to-back records alternate with idle-heavy ones."""
-    while True:
-        p = rng.choice(probabilities)
-        for _ in range(phase_cycles):
-            yield rng.random() < p
-
-
 # --- Configuration port helpers -------------------------------------------------------------------
 
 async def table_write(cfg, addr, data):
@@ -481,8 +472,8 @@ def compare_outputs(checker, ans_sink, marked_sink, phase):
 
 @cocotb.test()
 async def spray_random(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, make_rng, start, \
-        write_result
+    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, make_rng, phased_pause, \
+        start, write_result
 
     p = build_params(dut)
     phases = p.get("phases", PHASES)

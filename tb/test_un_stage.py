@@ -188,15 +188,6 @@ class Traffic:
         raise ValueError(f"unknown frame kind {kind!r}")
 
 
-def phased_pause(rng, probabilities, phase_cycles):
-    """A pause generator whose probability changes every ``phase_cycles`` cycles, drawn from
-    ``probabilities``: stretches of back-to-back beats alternate with idle-heavy ones."""
-    while True:
-        p = rng.choice(probabilities)
-        for _ in range(phase_cycles):
-            yield rng.random() < p
-
-
 async def configure(cfg, model, block, own, entries):
     await cfg.write(ADDR_OWN_BLOCK, block)
     await cfg.write(ADDR_OWN_USID, own)
@@ -214,23 +205,6 @@ async def read_counters(cfg):
     return {name: await cfg.read(ADDR_COUNTERS[name]) for name in REASONS}
 
 
-def axis(dut, rng=None, idle=None, backpressure=None):
-    from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
-
-    # Defined levels from time 0 (cocotbext-axi drives them only once its coroutines run).
-    dut.s_axis_tvalid.value = 0
-    dut.m_axis_tready.value = 0
-    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-    for end in (source, sink):
-        end.log.setLevel("WARNING")     # one line per frame would dominate the run time
-    if idle:
-        source.set_pause_generator(phased_pause(rng, idle, 200))
-    if backpressure:
-        sink.set_pause_generator(phased_pause(rng, backpressure, 200))
-    return source, sink
-
-
 # --- The random bench ----------------------------------------------------------------------------
 
 @cocotb.test()
@@ -238,7 +212,8 @@ async def un_stage_random(dut):
     from cocotbext.axi import AxiStreamFrame
     from scapy.layers.inet6 import IPv6
 
-    from tb.common.bench import ConfigDriver, frames, make_rng, params, start, write_result
+    from tb.common.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
+        write_result
     from tb.common.scapy_check import check_frame
 
     width = params()["data_width"]
@@ -247,7 +222,8 @@ async def un_stage_random(dut):
     assert len(dut.s_axis_tdata) == width and len(dut.m_axis_tdest) == PORT_WIDTH
     cfg = ConfigDriver(dut)
     # The streams before the reset: tvalid must not be X when it ends (X would reach the counters).
-    source, sink = axis(dut, rng, idle=(0.0, 0.0, 0.2, 0.6), backpressure=(0.0, 0.0, 0.3, 0.8))
+    source, sink = axis_ends(dut, rng, idle=(0.0, 0.0, 0.2, 0.6),
+                             backpressure=(0.0, 0.0, 0.3, 0.8))
     await start(dut)
 
     traffic = Traffic(rng, PMTU)
@@ -347,12 +323,12 @@ async def log_beats(dut, inputs, outputs):
 async def perf(dut):
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import PERF_SIZES, ConfigDriver, params, start, write_perf
+    from tb.common.bench import PERF_SIZES, ConfigDriver, axis_ends, params, start, write_perf
 
     width = params()["data_width"]
     lanes = width // 8
     cfg = ConfigDriver(dut)
-    source, sink = axis(dut)
+    source, sink = axis_ends(dut)
     await start(dut)
     own, nxt, port = encode(3, Role.T0, 7), encode(3, Role.T1, 200), 5
     model = UnStageModel(table_depth=TABLE_DEPTH, port_width=PORT_WIDTH)

@@ -14,7 +14,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 __all__ = ["params", "frames", "make_rng", "start", "ConfigDriver", "RecordSource", "RecordSink",
-           "random_pause", "write_result", "write_perf", "PERF_SIZES", "CLK_PERIOD_NS"]
+           "random_pause", "phased_pause", "axis_ends", "write_result", "write_perf", "PERF_SIZES",
+           "CLK_PERIOD_NS"]
 
 CLK_PERIOD_NS = 4   # nominal 250 MHz (profile section 8)
 
@@ -50,6 +51,35 @@ def random_pause(rng, probability):
     """An endless generator for cocotbext-axi's ``set_pause_generator``: True = pause this cycle."""
     while True:
         yield rng.random() < probability
+
+
+def phased_pause(rng, probabilities, phase_cycles=150):
+    """A pause generator whose probability changes every ``phase_cycles`` cycles, drawn from
+    ``probabilities``: stretches of back-to-back beats alternate with idle-heavy ones."""
+    while True:
+        p = rng.choice(probabilities)
+        for _ in range(phase_cycles):
+            yield rng.random() < p
+
+
+def axis_ends(dut, rng=None, idle=None, backpressure=None, phase_cycles=200):
+    """cocotbext-axi ``AxiStreamSource`` on ``s_axis`` and ``AxiStreamSink`` on ``m_axis`` of a
+    one-in, one-out block; ``idle`` and ``backpressure`` (lists of probabilities) give them
+    :func:`phased_pause` generators. The valid and ready inputs are driven low from time 0
+    (cocotbext-axi drives them only once its coroutines run)."""
+    from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
+
+    dut.s_axis_tvalid.value = 0
+    dut.m_axis_tready.value = 0
+    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
+    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+    for end in (source, sink):
+        end.log.setLevel("WARNING")     # one line per frame would dominate the run time
+    if idle:
+        source.set_pause_generator(phased_pause(rng, idle, phase_cycles))
+    if backpressure:
+        sink.set_pause_generator(phased_pause(rng, backpressure, phase_cycles))
+    return source, sink
 
 
 class ConfigDriver:
