@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The RTL fabric's address map and parameter checks (``sim/rtl_fabric.py``); no simulation."""
 
 import pytest
