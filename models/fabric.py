@@ -41,11 +41,12 @@ from .switch_queue import CONTROL_BURST, DATA_LIMIT_DEFAULT, KMAX_DEFAULT, KMIN_
 
 __all__ = ["Scenario", "Traffic", "Fault", "SwitchSettings", "Checks", "FabricRun", "Result",
            "FrameFabric", "schedule_fault", "load_scenario", "run_scenario", "lone_goodputs",
-           "failure_loss", "main", "PATTERNS", "FAULT_KINDS", "MODES"]
+           "failure_loss", "main", "PATTERNS", "FAULT_KINDS", "MODES", "FORMS"]
 
 PATTERNS = ("all_to_all", "permutation", "incast", "pairs")
 FAULT_KINDS = ("link", "flap", "port", "path", "link_impair")
 MODES = ("light", "bytes")
+FORMS = ("reduced", "rtl")    # override blocks of a scenario file: short test form, RTL form
 RECOVERY_BAND = 0.05          # metrics.md: goodput back within 5% of its level after the fault
 
 
@@ -276,20 +277,25 @@ class Scenario:
             fault.check_topology(self.topology)
 
     @classmethod
-    def from_dict(cls, data, reduced=False):
+    def from_dict(cls, data, reduced=False, rtl=False):
         """A scenario from the mapping of a YAML file; with ``reduced`` its ``reduced``
-        overrides applied first."""
+        overrides applied first, with ``rtl`` its ``rtl`` overrides (the form the RTL fabric
+        runs, ``sim/rtl_run.py``; an error if the file has none)."""
         if not isinstance(data, dict):
             raise ValueError("scenario: the file must hold a mapping")
+        if reduced and rtl:
+            raise ValueError("scenario: pick the reduced or the rtl form, not both")
         data = dict(data)
-        overrides = data.pop("reduced", None)
-        if reduced:
-            data = _deep_merge(data, overrides)
+        overrides = {form: data.pop(form, None) for form in FORMS}
+        if rtl and not overrides["rtl"]:
+            raise ValueError("scenario: the file has no 'rtl' form")
+        if reduced or rtl:
+            data = _deep_merge(data, overrides["reduced" if reduced else "rtl"])
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"scenario: unknown top-level key(s) {unknown}; known: "
-                             f"{sorted(known | {'reduced'})}")
+                             f"{sorted(known | set(FORMS))}")
         if "name" not in data:
             raise ValueError("scenario: 'name' is required")
         faults = data.get("faults") or []
@@ -315,10 +321,10 @@ class Scenario:
         return replace(self, **changes)
 
 
-def load_scenario(path, reduced=False):
-    """The :class:`Scenario` of a YAML file."""
+def load_scenario(path, reduced=False, rtl=False):
+    """The :class:`Scenario` of a YAML file (its ``reduced`` or ``rtl`` form on request)."""
     with open(path) as f:
-        return Scenario.from_dict(yaml.safe_load(f), reduced=reduced)
+        return Scenario.from_dict(yaml.safe_load(f), reduced=reduced, rtl=rtl)
 
 
 class _FaultWatch:

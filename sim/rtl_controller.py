@@ -17,7 +17,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from models.fabric_nic import draw_ev_sets
-from models.fabric_topology import T0, T1
+from models.fabric_topology import HOST, T0, T1
 from models.link import COUNTERS as LINK_COUNTERS
 from models.records import CompletionStatus
 from models.reliability import QpConfig
@@ -33,7 +33,7 @@ from sim.rtl_fabric import DOWN, UP, AddressMap
 from tb.host_traffic import HostTraffic
 from tb.nic_setup import MASK32, configure_nic
 
-__all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "peer_of"]
+__all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "NIC_COUNTERS", "peer_of"]
 
 # The two-NIC bench's QP parameters, but a timeout of 2^8 ticks (4196 cycles at the NICs' 16 MHz
 # tick clock) instead of 2^7: through RTL switches with one plane, eight outstanding messages of up
@@ -41,6 +41,11 @@ __all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "peer_of"]
 # lossless fabric, and the timer retransmitted for nothing.
 QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=8, retry_limit=3, probe_period=16)
 CYCLE_PS = 4000                   # 250 MHz
+# The reliability counters the controller sums (models/reliability.py COUNTERS): packets sent and
+# retransmitted, SACKs and NACKs taken, timeouts, retransmissions asked, EVs marked ASSUMED_BAD,
+# probes sent, EVs recovered, QPs in error.
+NIC_COUNTERS = ("send", "send_retx", "sack", "nack", "timeout", "retx", "marked", "probe",
+                "recovered", "qp_error")
 LOSS_SCALE = 1 << 16              # a link's ``loss`` register: frames with LFSR value below it
 
 
@@ -74,23 +79,34 @@ class Host(HostTraffic):
 class Controller:
     """The fabric's controller: configuration, hosts, faults, checks and counters."""
 
-    def __init__(self, dut, rng, topology, nic_params):
+    def __init__(self, dut, rng, topology, nic_params, peers=None, qp_config=None):
+        """``peers``: ``{host: {qpn: peer host}}`` (QP q of a host talks to QP q of its peer;
+        symmetric), by default every QP of every host paired by :func:`peer_of`;
+        ``qp_config``: :class:`models.reliability.QpConfig` of every QP (default
+        :data:`QP_CONFIG`)."""
         from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
         hosts = topology.hosts
-        if hosts % 2:
-            raise ValueError(f"Controller: QPs pair hosts; {hosts} hosts is odd")
+        if peers is None:
+            if hosts % 2:
+                raise ValueError(f"Controller: QPs pair hosts; {hosts} hosts is odd")
+            peers = {h: {q: peer_of(h, q, hosts) for q in range(nic_params["n_qps"])}
+                     for h in range(hosts)}
+        for h, table in peers.items():
+            for q, peer in table.items():
+                if not 0 <= q < nic_params["n_qps"] or peers.get(peer, {}).get(q) != h:
+                    raise ValueError(f"Controller: QP {q} of host {h} -> host {peer} is not "
+                                     f"one of {nic_params['n_qps']} QPs paired both ways")
         self.dut, self.rng, self.topo, self.p = dut, rng, topology, nic_params
         self.map = AddressMap(topology)
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         for channel in ("write_if", "read_if"):
             getattr(self.axil, channel).log.setLevel(logging.WARNING)
-        qps = range(nic_params["n_qps"])
-        self.hosts = [Host(dut, rng, h, nic_params, {q: peer_of(h, q, hosts) for q in qps})
-                      for h in range(hosts)]
-        self.qp_config = QpConfig(**QP_CONFIG)
+        self.hosts = [Host(dut, rng, h, nic_params, peers.get(h, {})) for h in range(hosts)]
+        self.qp_config = qp_config or QpConfig(**QP_CONFIG)
         self.cycle = 0
         self.faults = []            # (cycle, what)
+        self.planes_down = [0] * hosts
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -135,6 +151,8 @@ class Controller:
                                 self.p["backups"], topo.same_t0(host.host, peer))
                 for q, peer in host.peers.items()}
         for host in self.hosts:
+            if not host.peers:
+                continue
             peer_starts = {q: self.hosts[peer].start_psns[q] for q, peer in host.peers.items()}
             await configure_nic(self.nic(host.host), self.p, topo, host.host, host.peers,
                                 host.start_psns, peer_starts, ev_sets[host.host],
@@ -150,8 +168,9 @@ class Controller:
             for host in self.hosts:
                 host.completions(self.cycle)
 
-    async def run_until_idle(self, limit_cycles, progress_every=20000):
-        """Post work until every message completed; raise after ``limit_cycles``."""
+    async def run_until_idle(self, limit_cycles, progress_every=20000, label=str):
+        """Post work until every message completed; raise after ``limit_cycles``. Every
+        ``progress_every`` cycles the progress is logged, the time as ``label(cycle)``."""
         end = self.cycle + limit_cycles
         next_report = self.cycle + progress_every
         while not all(host.idle() for host in self.hosts):
@@ -162,7 +181,7 @@ class Controller:
                 host.post()
             await ClockCycles(self.dut.clk, 16)
             if self.cycle >= next_report:
-                self.dut._log.info("cycle %d: %s", self.cycle, self.progress())
+                self.dut._log.info("%s: %s", label(self.cycle), self.progress())
                 next_report += progress_every
         await ClockCycles(self.dut.clk, 200)
 
@@ -208,10 +227,26 @@ class Controller:
 
     def uplink(self, plane, t0, t1):
         """The cable between T0 ``t0`` and T1 ``t1`` of ``plane``."""
+        return self._cable((T0, plane, t0), (T1, plane, t1))
+
+    def host_cable(self, host, plane):
+        """The cable between host ``host``'s NIC port ``plane`` and its T0."""
+        return self._cable((HOST, plane, host), (T0, plane, self.topo.t0_of(host)))
+
+    def _cable(self, a, b):
         for cable in self.topo.links():
-            if cable.a == (T0, plane, t0) and cable.b == (T1, plane, t1):
+            if cable.a == a and cable.b == b:
                 return cable
-        raise ValueError(f"no cable T0 {t0} - T1 {t1} on plane {plane}")
+        raise ValueError(f"no cable {a} - {b}")
+
+    def set_plane_down(self, host, plane, down):
+        """Tell NIC ``host`` its port ``plane`` is down (or up again), profile 4.6."""
+        mask = 1 << plane
+        self.planes_down[host] = self.planes_down[host] | mask if down else \
+            self.planes_down[host] & ~mask
+        getattr(self.dut, f"h{host}_plane_down").value = self.planes_down[host]
+        self.faults.append((self.cycle, f"host {host} plane {plane} "
+                                        f"{'down' if down else 'up'}"))
 
     async def _set(self, cable, name, value, directions):
         self.faults.append((self.cycle, f"{cable.a}-{cable.b} {name}={value}"))
@@ -241,7 +276,7 @@ class Controller:
         out = {}
         for host in self.hosts:
             nic = self.nic(host.host)
-            for name in ("send", "send_retx", "timeout", "nack", "recovered", "qp_error"):
+            for name in NIC_COUNTERS:
                 out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.read(
                     nic_addr("reliability", rel_map.ADDR_COUNTERS[name]))
         for role, plane, index in self.map.switches:

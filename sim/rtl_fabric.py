@@ -29,7 +29,7 @@ NIC_DEFAULTS = dict(n_qps=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_pe
 SWITCH_DEFAULTS = dict(data_limit=8192, kmin=2048, kmax=6144, max_frame=2048,
                        ingress_bytes=4096, table_depth=8)
 LINK_DEFAULTS = dict(delay_max=16, rate_max=15)
-HOST_PREFIXES = ("s_wr_", "m_cpl_", "m_axi_")     # NIC ports brought out as h<h>_<port>
+HOST_PREFIXES = ("s_wr_", "m_cpl_", "m_axi_", "plane_down")   # NIC ports out as h<h>_<port>
 NODE_WINDOW_BITS = 16        # word-address window of a switch or a link
 MAX_ADDR_WIDTH = 30          # word-address bits of the AXI4-Lite bridge, at most
 READ_LATENCY = 3             # decoder input register, the node's ConfigMap, output register
@@ -112,7 +112,8 @@ class RtlFabric(wiring.Component):
     port, by :class:`AddressMap` (word ``a`` at byte ``4 a``); :class:`rtl.axil_config.AxilConfig`
     with read latency :data:`READ_LATENCY` behind it.
     ``h<h>_s_wr_*``: NIC h's work requests; ``h<h>_m_cpl_*``: its completions; ``h<h>_m_axi_*``:
-    its AXI4 master to host memory (see :class:`rtl.nic_engine.NicEngine`).
+    its AXI4 master to host memory; ``h<h>_plane_down``: its plane-down inputs, one bit per
+    plane, profile 4.6 (see :class:`rtl.nic_engine.NicEngine`).
 
     Wiring
     ------
@@ -120,8 +121,8 @@ class RtlFabric(wiring.Component):
     link's, low only when the link's FIFO is full) and the link's ``m_axis`` drives the other
     end's ingress, which never backpressures (the link's ``m_axis_tready`` is 1). NIC plane port
     p goes to its T0 of plane p; T0 uplink ``H / S + j`` to T1 j's port s. A switch egress has no
-    ``tuser``: its links carry 0. The NICs' host EV input is idle and their ``plane_down`` 0 (a
-    cut link is found by the transport, as in a real fabric).
+    ``tuser``: its links carry 0. The NICs' host EV input is idle. A cut link is found by the
+    transport, as in a real fabric; ``h<h>_plane_down`` tells a NIC its port is down.
 
     Latency
     -------
@@ -180,7 +181,7 @@ class RtlFabric(wiring.Component):
                 if name.startswith(HOST_PREFIXES):
                     outer, inner = getattr(self, f"h{h}_{name}"), getattr(engine, name)
                     m.d.comb += inner.eq(outer) if member.flow == In else outer.eq(inner)
-            m.d.comb += [engine.s_ev_tvalid.eq(0), engine.plane_down.eq(0)]
+            m.d.comb += engine.s_ev_tvalid.eq(0)
         for (role, plane, index), sw in self.switches.items():
             m.submodules[f"{role}_p{plane}_{index}"] = sw
 

@@ -46,11 +46,12 @@ class HostTraffic:
         self.req_ids = {q: 0 for q in self.qps}
         self.recv_cpls = []
 
-    def add_messages(self, count, sizes):
-        """``count`` random Writes per QP into the backlog (lengths from ``sizes(pmtu)``,
-        immediates on about 30%), their payload written to this host's memory."""
+    def add_messages(self, count, sizes, qps=None):
+        """``count`` random Writes per QP of ``qps`` (default: every QP) into the backlog
+        (lengths from ``sizes(pmtu)``, immediates on about 30%), their payload written to this
+        host's memory."""
         rng = self.rng
-        for q in self.qps:
+        for q in self.qps if qps is None else qps:
             for _ in range(count):
                 length = rng.choice(sizes(self.p["pmtu"]))
                 local = SEND_BASE + self.send_offset

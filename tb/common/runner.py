@@ -44,9 +44,10 @@ def write_verilog(component, toplevel, path):
 
 
 def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
-              testcase=None, build_args=()):
+              testcase=None, build_args=(), extra_env=None):
     """Build and run one bench. ``params`` (a dict) reaches the cocotb test as the JSON of
-    ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it).
+    ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it);
+    ``extra_env`` (a dict, optional) adds variables to the test's environment.
     ``build_args`` are appended to the simulator's build arguments (e.g. ``["-CFLAGS", "-O0"]``
     for Verilator: a large design's C++ compiles several times faster)."""
     from cocotb_tools.runner import get_runner
@@ -64,6 +65,7 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
         "MRC_RESULTS": str(RESULTS),
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
+    env.update(extra_env or {})
     frames = os.environ.get("MRC_FRAMES") or frames
     if frames is not None:
         env["MRC_FRAMES"] = str(frames)
