@@ -30,11 +30,11 @@ class Summary:
 
 
 def route_around(entries, start, end):
-    """Cycles from ``start`` (an outage's first cycle) to the last data frame of ``entries``
-    (sorted cycles of data frames entering the broken cable) in ``[start, end)`` (``end`` None:
-    the run's end); 0 if none entered."""
+    """``(cycles, frames)``: cycles from ``start`` (an outage's first cycle) to the last data
+    frame of ``entries`` (sorted cycles of data frames entering the broken cable) in
+    ``[start, end)`` (``end`` None: the run's end), 0 if none entered; and how many entered."""
     inside = [c for c in entries if c >= start and (end is None or c < end)]
-    return inside[-1] - start if inside else 0
+    return (inside[-1] - start if inside else 0), len(inside)
 
 
 class Recorder:
@@ -109,10 +109,10 @@ class Recorder:
         # route around
         arounds = []
         for fault, window, cable, start, stop in self.outages():
-            cycles = route_around(self.entries.get(cable, []), start, stop)
+            cycles, frames = route_around(self.entries.get(cable, []), start, stop)
             arounds.append(dict(fault=fault, window=window, cable=list(cable),
                                 start_us=start / CYCLES_PER_US, route_around_us=cycles /
-                                CYCLES_PER_US))
+                                CYCLES_PER_US, data_frames=frames))
             if checks.route_around_us is not None and \
                     cycles / CYCLES_PER_US > checks.route_around_us:
                 failed.append(f"fault {fault} outage {window}: last data frame on the broken "
@@ -192,9 +192,12 @@ class Recorder:
             lines.append(f"fault at {c / CYCLES_PER_US:.2f} us: {a.op} {a.cable} "
                          f"{'/'.join(a.directions)}{f' {a.value:g}' if a.op == 'loss' else ''}")
         for row in arounds:
-            lines.append(f"route around (fault {row['fault']}, outage {row['window']}): last data "
-                         f"frame on the broken cable {row['route_around_us']:.2f} us after "
-                         f"{row['start_us']:.2f} us")
+            where = f"route around (fault {row['fault']}, outage {row['window']} from " \
+                f"{row['start_us']:.2f} us):"
+            lines.append(f"{where} last data frame on the broken cable "
+                         f"{row['route_around_us']:.2f} us after it went, "
+                         f"{row['data_frames']} data frames entered it" if row["data_frames"]
+                         else f"{where} no data frame entered the broken cable")
         lines += [f"speed: {wall:.0f} s of wall time, {end / wall if wall else 0:.0f} cycles/s, "
                   f"{sim_us / wall if wall else 0:.2f} simulated us per wall second",
                   "outputs: " + ", ".join(str(p) for p in self.pcaps) + f", {plot}, "

@@ -39,7 +39,8 @@ def build_fabric(scenario):
 
     check_fabric(scenario)
     peers, _ = qp_plan(flows_of(scenario), scenario.topology.hosts)
-    n_qps = max((q + 1 for table in peers.values() for q in table), default=1)
+    used = max((q + 1 for table in peers.values() for q in table), default=1)
+    n_qps = 1 << (used - 1).bit_length()        # the NIC takes a power of two
     return RtlFabric(scenario.topology, nic=nic_params(scenario, n_qps),
                      switch=switch_params(scenario))
 

@@ -71,6 +71,7 @@ TICK_SHIFT = 4
 LINK_GBPS = 16               # 64 bits per cycle at 250 MHz
 CYCLES_PER_US = 250
 MAX_HOST_RUN_US = 20_000     # a scenario that has not finished by then fails
+PROGRESS_US = 10             # a progress line per 10 us of simulated time (about 10 s of wall)
 
 
 def qp_plan(flows, hosts):
@@ -307,6 +308,9 @@ async def scenario(dut):
                     await RisingEdge(dut.clk)
                 cable = cables.get(action.cable)
                 rec.action(action, ctl.cycle - zero)
+                dut._log.info("%.2f us: %s %s %s%s", (ctl.cycle - zero) / CYCLES_PER_US,
+                              action.op, action.cable, "/".join(action.directions),
+                              f" {action.value:g}" if action.op == "loss" else "")
                 if action.op == "cut":
                     await ctl.cut(cable, action.directions)
                 elif action.op == "heal":
@@ -323,7 +327,7 @@ async def scenario(dut):
             ctl.hosts[src].add_messages(
                 scen.traffic.messages, lambda pmtu: (scen.traffic.message_bytes,), qps=[q])
         await ctl.run_until_idle(MAX_HOST_RUN_US * CYCLES_PER_US,
-                                 progress_every=5 * bin_cycles * 10,
+                                 progress_every=PROGRESS_US * CYCLES_PER_US,
                                  label=lambda c: f"{(c - zero) / CYCLES_PER_US:.1f} us")
         end = ctl.cycle - zero
         if not fault_task.done():

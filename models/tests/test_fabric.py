@@ -643,7 +643,19 @@ def test_scenario_reduced_meets_its_claims(path):
     and counted, or still on its way: probes and late feedback may be when the last message
     completes), no work is left at a sender, and the scenario's own claims hold (route-around
     time, trims, retransmissions, recoveries, goodput)."""
-    result = run_scenario(load_scenario(path, reduced=True))
+    scenario_meets_its_claims(load_scenario(path, reduced=True))
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("path", [p for p in SCENARIOS if p.name not in CLAIM_FILES],
+                         ids=lambda p: p.stem)
+def test_scenario_full_meets_its_claims(path):
+    """The same on the full form of every scenario (the 64 x 8 files have their own tests)."""
+    scenario_meets_its_claims(load_scenario(path))
+
+
+def scenario_meets_its_claims(scenario):
+    result = run_scenario(scenario)
     print(result.summary())
     assert result.finished
     failed = [(name, detail) for name, ok, detail in result.checks if not ok]

@@ -21,7 +21,7 @@ from models.tick import tick_fraction
 from sim.rtl_fabric import DOWN, UP
 from sim.rtl_report import Recorder, route_around
 from sim.rtl_scenario import (CLK_HZ, CYCLES_PER_US, TICK_SCALE, check_fabric, fault_timeline,
-                              nic_params, qp_config, qp_plan)
+                              flows_of, nic_params, qp_config, qp_plan)
 from sim.tests.test_pcapng import tshark_fields
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,9 +125,9 @@ def test_what_the_rtl_fabric_cannot_play_is_refused():
 
 def test_route_around_is_the_last_data_frame_of_the_outage():
     entries = [10, 90, 120, 300, 420]
-    assert route_around(entries, 100, None) == 320
-    assert route_around(entries, 100, 400) == 200
-    assert route_around(entries, 500, None) == 0
+    assert route_around(entries, 100, None) == (320, 3)
+    assert route_around(entries, 100, 400) == (200, 2)
+    assert route_around(entries, 500, None) == (0, 0)
 
 
 class _Tap:
@@ -165,7 +165,8 @@ def test_recorder_writes_pcaps_plot_and_summary(tmp_path):
     assert data["placed_bytes"] == {"0": 1500, "1": 250}
     assert data["frames"] == [1, 1]
     text = (tmp_path / "summary.txt").read_text()
-    assert "last data frame on the broken cable 1.00 us after 10.00 us" in text
+    assert "(fault 0, outage 0 from 10.00 us): last data frame on the broken cable 1.00 us " \
+        "after it went, 1 data frames entered it" in text
     assert "2 | 4.00 | 1.00" in text          # 1000 B and 250 B in the 2 us from 2 us
     assert (tmp_path / "goodput.png").read_bytes().startswith(b"\x89PNG")
     assert data["receiver_gbps"]["1"] == pytest.approx(250 * 8 / (999 * CYCLE_NS))
@@ -180,3 +181,18 @@ def test_recorder_writes_pcaps_plot_and_summary(tmp_path):
     if shutil.which("tshark"):
         assert tshark_fields(tmp_path / "plane0.pcapng", "frame.number",
                              display_filter="_ws.malformed") == []
+
+
+@pytest.mark.parametrize("path", WITH_RTL, ids=lambda p: p.stem)
+def test_every_rtl_form_builds_its_fabric(path):
+    """The fabric of every rtl form constructs (elaboration is the Verilator flow's); its NICs
+    have a power-of-two number of QPs, enough for the QP plan."""
+    from sim.rtl_run import build_fabric
+
+    scenario = load_scenario(path, rtl=True)
+    fabric = build_fabric(scenario)
+    peers, _ = qp_plan(flows_of(scenario), scenario.topology.hosts)
+    n_qps = fabric.nic_params["n_qps"]
+    assert n_qps & (n_qps - 1) == 0
+    assert all(q < n_qps for table in peers.values() for q in table)
+    assert fabric.topology == scenario.topology
