@@ -16,6 +16,11 @@ Two devices, both through the YoWASP tools that ``scripts/env.sh`` names (``$YOS
 :func:`run` returns one result dict (see :func:`run` for the keys) and caches it in the build
 folder keyed by the hash of the Verilog and the commands, so an unchanged block is not rebuilt
 (a failed build is tried again).
+
+Two outcomes need no place and route, or a bounded one: a block whose Yosys counts already
+exceed the device (:func:`over_capacity`) is recorded as "does not fit" without nextpnr, and
+``pnr_timeout`` stops a nextpnr run that takes longer, recording "P&R not finished in S s" with
+the Yosys counts kept.
 """
 
 import hashlib
@@ -27,8 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["Device", "ECP5", "ICE40", "DEVICES", "run", "synth_cache_key", "verilog_ports",
-           "wrapper_verilog",
+__all__ = ["Device", "ECP5", "ICE40", "DEVICES", "run", "commands", "result_key",
+           "synth_cache_key", "over_capacity", "verilog_ports", "wrapper_verilog",
            "yosys_summary", "nextpnr_summary", "parse_utilisation", "FLOW_VERSION"]
 
 FLOW_VERSION = 1        # bump to invalidate every cached result
@@ -38,7 +43,7 @@ class Device:
     """A target device: its tools' options and the names of its resources in their reports."""
 
     def __init__(self, key, name, synth, nextpnr_env, nextpnr_args, freq_mhz, logic, ff_cells,
-                 bram, dsp, wrapped):
+                 bram, dsp, wrapped, lut4_capacity, bram_capacity):
         self.key = key
         self.name = name
         self.synth = synth                  # Yosys synthesis command (without -top)
@@ -50,14 +55,18 @@ class Device:
         self.bram = bram                    # nextpnr's block-RAM resource name
         self.dsp = dsp                      # nextpnr's multiplier resource name
         self.wrapped = wrapped              # needs the pin-reducing wrapper
+        self.lut4_capacity = lut4_capacity  # LUT4 of the device (one per logic cell)
+        self.bram_capacity = bram_capacity  # block RAMs of the device
 
 
 ECP5 = Device("ecp5", "LFE5U-85F-6 CABGA381", "synth_ecp5", "NEXTPNR_ECP5",
               ["--85k", "--package", "CABGA381", "--speed", "6", "--out-of-context"],
-              125, "TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D", wrapped=False)
+              125, "TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D", wrapped=False,
+              lut4_capacity=83640, bram_capacity=208)
 ICE40 = Device("ice40", "iCE40UP5K SG48", "synth_ice40 -dsp", "NEXTPNR_ICE40",
                ["--up5k", "--package", "sg48", "--pcf-allow-unconstrained"],
-               48, "ICESTORM_LC", "SB_DFF", "ICESTORM_RAM", "ICESTORM_DSP", wrapped=True)
+               48, "ICESTORM_LC", "SB_DFF", "ICESTORM_RAM", "ICESTORM_DSP", wrapped=True,
+               lut4_capacity=5280, bram_capacity=30)
 DEVICES = {d.key: d for d in (ECP5, ICE40)}
 
 _PORT_RE = re.compile(r"^\s*(input|output)\s+(?:(?:wire|reg)\s+)?(?:\[(\d+):0\]\s+)?(\S+)\s*;",
@@ -152,6 +161,8 @@ def _tool(env_name, default):
 
 
 def _run(cmd, cwd, log_path, timeout):
+    """Run ``cmd`` with its output in ``log_path``; returns (exit code, seconds). A run longer
+    than ``timeout`` seconds (None: no limit) is killed and raises subprocess.TimeoutExpired."""
     t0 = time.time()
     with open(log_path, "w") as log:
         proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
@@ -163,25 +174,17 @@ def synth_cache_key(verilog_text, script):
     return hashlib.sha256(json.dumps([FLOW_VERSION, verilog_text, script]).encode()).hexdigest()
 
 
-def run(verilog_text, top, device, build_dir, *, timeout=6 * 3600):
-    """Synthesize and place-and-route ``top`` (Verilog ``verilog_text``) for ``device``.
-
-    Returns a dict: ``status`` ("fits", "does not fit" or "failed"), ``lut4``, ``ff``, ``bram``,
-    ``cells`` (Yosys, the block alone), ``logic`` / ``bram_used`` / ``dsp`` ((used, available)
-    from nextpnr, wrapper included on iCE40), ``fmax_mhz``, ``target_mhz``, ``synth_s``,
-    ``pnr_s``, ``message`` (nextpnr's error line when it did not finish), ``cached``.
-    """
-    build_dir = Path(build_dir)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    (build_dir / f"{top}.v").write_text(verilog_text)
-    sources = [f"{top}.v"]
+def commands(verilog_text, top, device):
+    """What :func:`run` runs for ``top`` on ``device``: a dict with ``sources`` (file name ->
+    text), ``script`` (the Yosys script), ``yosys`` and ``nextpnr`` (command lines), ``key``
+    (the hash a cached result must carry to be reused) and ``extra`` (wrapper sizes)."""
+    sources = {f"{top}.v": verilog_text}
     synth_top = top
     extra = {}
     keep = []
     if device.wrapped:
         wrapper, n_in, n_out = wrapper_verilog(verilog_ports(verilog_text, top), top)
-        (build_dir / "ooc_wrapper.v").write_text(wrapper)
-        sources.append("ooc_wrapper.v")
+        sources["ooc_wrapper.v"] = wrapper
         synth_top = "ooc_wrapper"
         extra = {"wrapper_in_bits": n_in, "wrapper_out_bits": n_out}
         keep = [f"setattr -mod -set keep_hierarchy 1 {top}"]
@@ -195,14 +198,61 @@ def run(verilog_text, top, device, build_dir, *, timeout=6 * 3600):
                "--freq", str(device.freq_mhz), "--json", "synth.json", "--report", "pnr.json",
                "--timing-allow-fail", "--seed", "1"]
     key = hashlib.sha256(json.dumps([FLOW_VERSION, verilog_text, yosys, nextpnr]).encode())
-    key = key.hexdigest()
+    return {"sources": sources, "script": script, "yosys": yosys, "nextpnr": nextpnr,
+            "key": key.hexdigest(), "extra": extra}
+
+
+def result_key(verilog_text, top, device):
+    """The key of :func:`run`'s result for this Verilog, top and device (see :func:`commands`)."""
+    return commands(verilog_text, top, device)["key"]
+
+
+def over_capacity(summary, device):
+    """None if the Yosys counts ``summary`` (:func:`yosys_summary`) fit ``device``, else a
+    message naming each count above the device's capacity."""
+    over = [f"{summary[k]} {name} > {cap} on the {device.name}"
+            for k, name, cap in (("lut4", "LUT4", device.lut4_capacity),
+                                 ("bram", device.bram, device.bram_capacity))
+            if summary[k] > cap]
+    return "Yosys: " + ", ".join(over) if over else None
+
+
+def _reusable(old, key, pnr_timeout):
+    """Whether a cached result ``old`` answers a run with ``key`` and ``pnr_timeout``: failures run
+    again, and an unfinished place and route runs again unless the new limit is no longer."""
+    if old.get("key") != key or old.get("status") == "failed":
+        return False
+    if old.get("status", "").startswith("P&R not finished"):
+        return pnr_timeout is not None and pnr_timeout <= old["pnr_timeout_s"]
+    return True
+
+
+def run(verilog_text, top, device, build_dir, *, timeout=6 * 3600, pnr_timeout=None):
+    """Synthesize and place-and-route ``top`` (Verilog ``verilog_text``) for ``device``.
+
+    Returns a dict: ``status`` ("fits", "does not fit", "P&R not finished in S s" or "failed"),
+    ``lut4``, ``ff``, ``bram``, ``cells`` (Yosys, the block alone), ``logic`` / ``bram_used`` /
+    ``dsp`` ((used, available) from nextpnr, wrapper included on iCE40), ``fmax_mhz``,
+    ``target_mhz``, ``synth_s``, ``pnr_s``, ``message`` (why it does not fit, or nextpnr's error
+    line when it did not finish), ``cached``.
+
+    ``timeout`` bounds each tool (seconds). When the Yosys counts exceed the device
+    (:func:`over_capacity`), nextpnr is not run. ``pnr_timeout`` (seconds, None: no limit) stops
+    nextpnr earlier; the result then has the Yosys counts and no Fmax.
+    """
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cmd = commands(verilog_text, top, device)
+    for name, text in cmd["sources"].items():
+        (build_dir / name).write_text(text)
+    script, yosys, nextpnr, key = cmd["script"], cmd["yosys"], cmd["nextpnr"], cmd["key"]
     result_path = build_dir / "result.json"
     if result_path.exists():
         old = json.loads(result_path.read_text())
-        if old.get("key") == key and old.get("status") != "failed":   # failures run again
+        if _reusable(old, key, pnr_timeout):
             return dict(old, cached=True)
 
-    result = {"key": key, "device": device.name, "target_mhz": device.freq_mhz, **extra}
+    result = {"key": key, "device": device.name, "target_mhz": device.freq_mhz, **cmd["extra"]}
     # Yosys's output is kept apart (synth.key): a failed place and route reuses it.
     synth_key_path = build_dir / "synth.key"
     synth_key = synth_cache_key(verilog_text, script)
@@ -226,9 +276,21 @@ def run(verilog_text, top, device, build_dir, *, timeout=6 * 3600):
         result_path.write_text(json.dumps(result, indent=1))
         return dict(result, cached=False)
     result.update(yosys_summary(json.loads((build_dir / "stat.json").read_text()), device, top))
-    for old in ("pnr.json",):
-        (build_dir / old).unlink(missing_ok=True)
-    rc, result["pnr_s"] = _run(nextpnr, build_dir, build_dir / "nextpnr.log", timeout)
+    (build_dir / "pnr.json").unlink(missing_ok=True)
+    too_big = over_capacity(result, device)
+    if too_big:
+        result.update(status="does not fit", message=too_big)
+        result_path.write_text(json.dumps(result, indent=1))
+        return dict(result, cached=False)
+    limit = timeout if pnr_timeout is None else min(timeout, pnr_timeout)
+    t0 = time.time()
+    try:
+        rc, result["pnr_s"] = _run(nextpnr, build_dir, build_dir / "nextpnr.log", limit)
+    except subprocess.TimeoutExpired:
+        result.update(status=f"P&R not finished in {limit:g} s", pnr_s=time.time() - t0,
+                      pnr_timeout_s=limit)
+        result_path.write_text(json.dumps(result, indent=1))
+        return dict(result, cached=False)
     log = (build_dir / "nextpnr.log").read_text(errors="replace")
     report_path = build_dir / "pnr.json"
     report = json.loads(report_path.read_text()) if rc == 0 and report_path.exists() else None

@@ -10,11 +10,15 @@ reads its numbers. Results go to ``fpga/results.json`` and ``fpga/results.md``, 
 replaces the one in README.md between its FPGA markers.
 
     python -m fpga.report [--targets switch,un_stage] [--devices ecp5,ice40] [--boards ulx3s]
-                          [--jobs 2] [--collect]
+                          [--jobs 2] [--pnr-timeout S] [--collect]
 
 Builds run at most ``--jobs`` at a time (default 2), largest first; each is cached in
 ``build/fpga/report/<target>-<device>/`` by the hash of its Verilog and commands, so a second run
-redoes only what changed. ``--collect`` runs nothing and tabulates the cached results.
+redoes only what changed. A block whose Yosys counts exceed the device is recorded as "does not
+fit" without place and route; ``--pnr-timeout S`` stops any nextpnr run after S seconds and
+records "P&R not finished in S s" with the Yosys counts. ``--collect`` runs nothing and
+tabulates the cached results: it regenerates each block's Verilog and takes a cached block
+result only if its key matches that Verilog (a result built from older code is left out).
 """
 
 import argparse
@@ -68,12 +72,15 @@ def ice40_chance(ecp5):
     return None
 
 
-def _block_job(name, top_name, factory, devices):
+def _verilog(name, top_name, factory):
+    """The Verilog of target ``name`` as the current code generates it."""
     from tb.common.runner import write_verilog
 
-    vdir = REPORT_DIR / name
-    vpath = write_verilog(factory(), top_name, vdir / f"{top_name}.v")
-    text = vpath.read_text()
+    return write_verilog(factory(), top_name, REPORT_DIR / name / f"{top_name}.v").read_text()
+
+
+def _block_job(name, top_name, factory, devices, pnr_timeout=None):
+    text = _verilog(name, top_name, factory)
     rows = []
     ecp5 = None
     for key in devices:
@@ -86,7 +93,8 @@ def _block_job(name, top_name, factory, devices):
             continue
         t0 = time.time()
         print(f"report: {name} on {device.name} ...", flush=True)
-        res = flow.run(text, top_name, device, REPORT_DIR / f"{name}-{key}")
+        res = flow.run(text, top_name, device, REPORT_DIR / f"{name}-{key}",
+                       pnr_timeout=pnr_timeout)
         print(f"report: {name} on {device.name}: {res['status']}"
               f"{' (cached)' if res['cached'] else ''} in {time.time() - t0:.0f} s", flush=True)
         res.pop("key", None)
@@ -118,11 +126,12 @@ def _safe(job, *args):
 _ORDER = ("rx_tracker", "switch", "switch_k4_16k", "spray_scheduler")
 
 
-def measure(names, devices, board_names, jobs=2):
-    """Run the block builds and board builds, ``jobs`` at a time; returns the rows."""
+def measure(names, devices, board_names, jobs=2, pnr_timeout=None):
+    """Run the block builds and board builds, ``jobs`` at a time, each nextpnr run stopped after
+    ``pnr_timeout`` seconds (None: no limit); returns the rows."""
     all_targets = targets()
     names = sorted(names, key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
-    work = [(_block_job, n, *all_targets[n], devices) for n in names]
+    work = [(_block_job, n, *all_targets[n], devices, pnr_timeout) for n in names]
     work += [(_board_job, b) for b in board_names]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_safe, *w) for w in work]
@@ -131,16 +140,29 @@ def measure(names, devices, board_names, jobs=2):
 
 
 def collect(names, devices, board_names):
-    """The cached results of earlier runs (nothing is built)."""
+    """The cached results of earlier runs (nothing is synthesized or placed).
+
+    A block's cached result is taken only if its key matches the Verilog the current code
+    generates (:func:`fpga.flow.result_key`); a stale one is skipped with a note on stdout.
+    Board results are taken as :func:`fpga.boards.build` left them.
+    """
     rows = []
+    all_targets = targets()
     for name in names:
+        top_name, factory = all_targets[name]
+        text = None
         for key in devices:
             path = REPORT_DIR / f"{name}-{key}" / "result.json"
-            if path.exists():
-                res = json.loads(path.read_text())
-                res.pop("key", None)
-                rows.append(dict(res, kind="block", target=name, device_key=key,
-                                 config=targets()[name][1].description, top=targets()[name][0]))
+            if not path.exists():
+                continue
+            text = text if text is not None else _verilog(name, top_name, factory)
+            res = json.loads(path.read_text())
+            if res.pop("key", None) != flow.result_key(text, top_name, flow.DEVICES[key]):
+                print(f"report: {name} on {key}: cached result is stale (built from other "
+                      f"Verilog), left out", flush=True)
+                continue
+            rows.append(dict(res, kind="block", target=name, device_key=key,
+                             config=factory.description, top=top_name))
     for board in board_names:
         path = boards.build_dir(board) / "result.json"
         if path.exists():
@@ -193,6 +215,8 @@ def main(argv=None):
     ap.add_argument("--boards", default=",".join(boards.BOARDS),
                     help="boards to build (empty: none)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--pnr-timeout", type=float, default=None, metavar="S",
+                    help="stop each nextpnr run after S seconds (default: no limit)")
     ap.add_argument("--collect", action="store_true", help="tabulate cached results only")
     args = ap.parse_args(argv)
     names = [t for t in args.targets.split(",") if t]
@@ -205,7 +229,7 @@ def main(argv=None):
             sys.exit(f"report: unknown {kind}(s) {unknown}; known: {sorted(known)}")
     t0 = time.time()
     rows = collect(names, devices, board_names) if args.collect else \
-        measure(names, devices, board_names, args.jobs)
+        measure(names, devices, board_names, args.jobs, args.pnr_timeout)
     OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
     md = ("# FPGA results\n\nMeasured by `make report` (`fpga/report.py`): Yosys 0.70 and "
           "nextpnr 0.11.1 (YoWASP). Blocks: out of context, W = 64. ECP5: LFE5U-85F speed 6 "

@@ -1,5 +1,10 @@
 """fpga.flow: port discovery, the pin wrapper and the parsing of Yosys and nextpnr output (the
-tools themselves run in ``make report``)."""
+tools themselves run in ``make report``), and the decisions of flow.run (too large for the device,
+place-and-route time limit) with the tools replaced by stand-ins."""
+
+import json
+import subprocess
+from pathlib import Path
 
 from fpga import flow
 
@@ -70,3 +75,56 @@ def test_summary_of_a_finished_run():
     s = flow.nextpnr_summary(report, "", flow.ECP5)
     assert s == {"logic": (100, 83640), "bram_used": (1, 208), "dsp": (0, 156),
                  "fmax_mhz": 131.23, "ff_placed": (50, 83640)}
+
+
+def _fake_tools(monkeypatch, counts, pnr_seconds=None):
+    """Replace the tool runs of flow.run: Yosys writes a stat.json with ``counts``; nextpnr
+    either overruns its limit (``pnr_seconds`` beyond it) or writes a report. Returns the list of
+    commands run."""
+    ran = []
+
+    def fake_run(cmd, cwd, log_path, timeout):
+        ran.append(cmd)
+        Path(log_path).write_text("")
+        if "-p" in cmd:             # Yosys
+            (Path(cwd) / "stat.json").write_text(json.dumps(
+                {"modules": {"\\blk": {"num_cells_by_type": counts}}}))
+            return 0, 1.0
+        if pnr_seconds is not None and timeout is not None and pnr_seconds > timeout:
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        (Path(cwd) / "pnr.json").write_text(json.dumps(
+            {"fmax": {"clk": {"achieved": 150.0}},
+             "utilization": {"TRELLIS_COMB": {"used": 10, "available": 83640}}}))
+        return 0, 2.0
+
+    monkeypatch.setattr(flow, "_run", fake_run)
+    return ran
+
+
+def test_over_capacity_names_the_count_and_the_capacity():
+    assert flow.over_capacity({"lut4": 83640, "bram": 208}, flow.ECP5) is None
+    msg = flow.over_capacity({"lut4": 100715, "bram": 304}, flow.ECP5)
+    assert "100715 LUT4 > 83640" in msg and "304 DP16KD > 208" in msg
+    assert flow.over_capacity({"lut4": 10, "bram": 31}, flow.ICE40).endswith(
+        "31 ICESTORM_RAM > 30 on the iCE40UP5K SG48")
+
+
+def test_a_block_larger_than_the_device_skips_place_and_route(monkeypatch, tmp_path):
+    ran = _fake_tools(monkeypatch, {"LUT4": 90000, "TRELLIS_FF": 5, "DP16KD": 1})
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path)
+    assert res["status"] == "does not fit" and "90000 LUT4 > 83640" in res["message"]
+    assert (res["lut4"], res["ff"], res["bram"]) == (90000, 5, 1) and "fmax_mhz" not in res
+    assert len(ran) == 1                                    # Yosys only
+    assert flow.run(VERILOG, "blk", flow.ECP5, tmp_path)["cached"]
+
+
+def test_pnr_timeout_keeps_the_yosys_counts(monkeypatch, tmp_path):
+    ran = _fake_tools(monkeypatch, {"LUT4": 100, "TRELLIS_FF": 5}, pnr_seconds=60)
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=30)
+    assert res["status"] == "P&R not finished in 30 s" and res["lut4"] == 100
+    assert res.get("fmax_mhz") is None and len(ran) == 2
+    # Reused under the same or a shorter limit; a longer one (or none) tries again, Yosys cached.
+    assert flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=20)["cached"]
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=90)
+    assert res["status"] == "fits" and res["fmax_mhz"] == 150.0 and not res["cached"]
+    assert len(ran) == 3                                    # nextpnr again, not Yosys

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """How a scenario maps onto the RTL fabric (``sim/rtl_scenario.py``) and what a run leaves behind
 (``sim/rtl_report.py``), without a simulator: the QP plan, the NIC parameters and their timing
 against the model's, the fault timeline, the refusals, the route-around measure, the files the
