@@ -4,8 +4,10 @@ Two devices, both through the YoWASP tools that ``scripts/env.sh`` names (``$YOS
 ``$NEXTPNR_ECP5``, ``$NEXTPNR_ICE40``):
 
 * ECP5 LFE5U-85F, speed grade 6, CABGA381 (:data:`ECP5`): ``synth_ecp5`` on the block itself,
-  then ``nextpnr-ecp5 --out-of-context`` (no I/O buffers, no pins: the block's ports stay
-  internal nets), so the numbers are the block's own.
+  then ``nextpnr-ecp5 --out-of-context --router router2`` (no I/O buffers, no pins: the block's
+  ports stay internal nets), so the numbers are the block's own. router2, as for the boards:
+  router1 (nextpnr's default) did not finish the plane splitter (168 DP16KD) or the segmenter
+  in 20 minutes; router2 is much faster on congested designs.
 * iCE40 UP5K, SG48 (:data:`ICE40`): ``nextpnr-ice40`` has no out-of-context mode and the package
   has 39 pins, so the block sits in a wrapper (:func:`wrapper_verilog`) that feeds every input
   bit from one shift register (input pin ``din``) and XOR-reduces every output bit into one
@@ -34,6 +36,7 @@ from pathlib import Path
 
 __all__ = ["Device", "ECP5", "ICE40", "DEVICES", "run", "commands", "result_key",
            "synth_cache_key", "over_capacity", "verilog_ports", "wrapper_verilog",
+           "strip_zero_init",
            "yosys_summary", "nextpnr_summary", "parse_utilisation", "FLOW_VERSION"]
 
 FLOW_VERSION = 1        # bump to invalidate every cached result
@@ -60,7 +63,8 @@ class Device:
 
 
 ECP5 = Device("ecp5", "LFE5U-85F-6 CABGA381", "synth_ecp5", "NEXTPNR_ECP5",
-              ["--85k", "--package", "CABGA381", "--speed", "6", "--out-of-context"],
+              ["--85k", "--package", "CABGA381", "--speed", "6", "--out-of-context",
+               "--router", "router2"],
               125, "TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D", wrapped=False,
               lut4_capacity=83640, bram_capacity=208)
 ICE40 = Device("ice40", "iCE40UP5K SG48", "synth_ice40 -dsp", "NEXTPNR_ICE40",
@@ -71,6 +75,32 @@ DEVICES = {d.key: d for d in (ECP5, ICE40)}
 
 _PORT_RE = re.compile(r"^\s*(input|output)\s+(?:(?:wire|reg)\s+)?(?:\[(\d+):0\]\s+)?(\S+)\s*;",
                       re.M)
+
+
+_MEMORY_RE = re.compile(r"^  reg (?:\[\d+:0\] )?(\S+) \[\d+:0\];$", re.M)
+_INIT_RE = re.compile(r"^  initial begin\n((?:    .*\n)+?)  end\n", re.M)
+_ZERO_WORD_RE = re.compile(r"    (\S+) ?\[\d+\] = \d+'h0+;")
+
+
+def strip_zero_init(text):
+    """``text`` without the ``initial`` blocks that only set memory words to zero.
+
+    Amaranth writes a memory built with ``init=[]`` as one ``initial`` statement per word, all
+    zero. Yosys's Verilog frontend turns each into its own ``$meminit`` cell, and its time grows
+    much faster than the word count: the default switch's 60,800 zero words (16 egress banks of
+    3,800) took over an hour and then overflowed YoWASP's WebAssembly stack. A block RAM and a
+    flip-flop of the ECP5 and of the iCE40 power up at zero, so the hardware is the same without
+    them. Any other ``initial`` block (a non-zero word, anything but a memory) is kept.
+    """
+    memories = set(_MEMORY_RE.findall(text))
+
+    def zero_only(match):
+        words = [_ZERO_WORD_RE.fullmatch(line) for line in match.group(1).splitlines()]
+        if words and all(w and w.group(1) in memories for w in words):
+            return ""
+        return match.group(0)
+
+    return _INIT_RE.sub(zero_only, text)
 
 
 def verilog_ports(text, top):
@@ -178,7 +208,7 @@ def commands(verilog_text, top, device):
     """What :func:`run` runs for ``top`` on ``device``: a dict with ``sources`` (file name ->
     text), ``script`` (the Yosys script), ``yosys`` and ``nextpnr`` (command lines), ``key``
     (the hash a cached result must carry to be reused) and ``extra`` (wrapper sizes)."""
-    sources = {f"{top}.v": verilog_text}
+    sources = {f"{top}.v": strip_zero_init(verilog_text)}
     synth_top = top
     extra = {}
     keep = []
@@ -197,7 +227,9 @@ def commands(verilog_text, top, device):
     nextpnr = [_tool(device.nextpnr_env, f"yowasp-nextpnr-{device.key}"), *device.nextpnr_args,
                "--freq", str(device.freq_mhz), "--json", "synth.json", "--report", "pnr.json",
                "--timing-allow-fail", "--seed", "1"]
-    key = hashlib.sha256(json.dumps([FLOW_VERSION, verilog_text, yosys, nextpnr]).encode())
+    # Keyed by the text Yosys reads: a block without zero-initialised memories keeps its key.
+    key = hashlib.sha256(json.dumps([FLOW_VERSION, sources[f"{top}.v"], yosys,
+                                     nextpnr]).encode())
     return {"sources": sources, "script": script, "yosys": yosys, "nextpnr": nextpnr,
             "key": key.hexdigest(), "extra": extra}
 
@@ -255,7 +287,7 @@ def run(verilog_text, top, device, build_dir, *, timeout=6 * 3600, pnr_timeout=N
     result = {"key": key, "device": device.name, "target_mhz": device.freq_mhz, **cmd["extra"]}
     # Yosys's output is kept apart (synth.key): a failed place and route reuses it.
     synth_key_path = build_dir / "synth.key"
-    synth_key = synth_cache_key(verilog_text, script)
+    synth_key = synth_cache_key(cmd["sources"][f"{top}.v"], script)
     if synth_key_path.exists() and synth_key_path.read_text() == synth_key:
         rc, result["synth_s"] = 0, json.loads(synth_key_path.with_suffix(".time").read_text())
     else:

@@ -128,3 +128,38 @@ def test_pnr_timeout_keeps_the_yosys_counts(monkeypatch, tmp_path):
     res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=90)
     assert res["status"] == "fits" and res["fmax_mhz"] == 150.0 and not res["cached"]
     assert len(ran) == 3                                    # nextpnr again, not Yosys
+
+
+def _memories_verilog():
+    """Amaranth's Verilog of a block with a zero-initialised and a non-zero-initialised memory."""
+    from amaranth.back import verilog
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib.memory import Memory
+
+    m = Module()
+    addr, zero_out, table_out = Signal(4), Signal(8), Signal(8)
+    m.submodules.zeros = zeros = Memory(shape=8, depth=16, init=[])
+    m.submodules.table = table = Memory(shape=8, depth=16, init=list(range(1, 17)))
+    wp, zp, tp = zeros.write_port(), zeros.read_port(), table.read_port()
+    m.d.comb += [wp.addr.eq(addr), wp.data.eq(addr), wp.en.eq(1), zp.addr.eq(addr),
+                 tp.addr.eq(addr), zero_out.eq(zp.data), table_out.eq(tp.data)]
+    return verilog.convert(m, name="mems", ports=[addr, zero_out, table_out])
+
+
+def test_strip_zero_init_drops_only_zero_memory_words():
+    text = _memories_verilog()
+    assert text.count("initial begin") == 2
+    stripped = flow.strip_zero_init(text)
+    assert stripped.count("initial begin") == 1
+    assert "= 8'h10;" in stripped                  # the table's words stay
+    assert "8'h00;" not in stripped                 # the zero memory's words are gone
+    assert flow.strip_zero_init(stripped) == stripped
+    assert flow.strip_zero_init(VERILOG) == VERILOG
+
+
+def test_the_key_is_that_of_the_text_yosys_reads():
+    text = _memories_verilog()
+    cmd = flow.commands(text, "mems", flow.ECP5)
+    assert cmd["sources"]["mems.v"] == flow.strip_zero_init(text)
+    assert flow.commands(cmd["sources"]["mems.v"], "mems", flow.ECP5)["key"] == cmd["key"]
+    assert "--router" in cmd["nextpnr"] and "router2" in cmd["nextpnr"]
