@@ -5,12 +5,14 @@
 # Both run the idempotent set-up first. Other targets: test-full, benches (every cocotb bench on
 #   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
-#   fpga-ci (the ECP5 and iCE40 bitstreams CI builds).
+#   fpga-ci (the ULX3S NIC-loop and iCEBreaker bitstreams of the CI job .ci/fpga; make test
+#   builds the small ones: icebreaker, ulx3s_frame).
 # Knobs: SCENARIO=sim/scenarios/<name>.yaml (make sim), WAVES=1 (waveforms),
 #        SIM=icarus|verilator (make benches),
 #        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
 #        BOARD=ulx3s|orangecrab|icebreaker (the NIC loop; iCE40: frame loop),
-#        ulx3s_switch|orangecrab_switch|colorlight (switch loop), CLK_MHZ=<core clock> (make fpga).
+#        ulx3s_switch|orangecrab_switch|colorlight (switch loop), ulx3s_frame (the iCE40 frame
+#        loop on ECP5), CLK_MHZ=<core clock> (make fpga).
 
 SHELL := /bin/bash
 JOBS ?= 2

@@ -1,14 +1,16 @@
 # amaranth: UnusedElaboratable=no
 """``make fpga BOARD=<board>``: a self-test core on an open board: the NIC engine loop
 (``rtl/selftest_nic.py``; ``ulx3s``, ``orangecrab``) or the switch loop (``rtl/selftest.py``;
-``icebreaker`` without the switch, ``colorlight`` and the ``*_switch`` boards).
+``icebreaker`` and ``ulx3s_frame`` without the switch, ``colorlight`` and the ``*_switch``
+boards).
 
     python -m fpga.boards <board> [<board> ...] [--clk-mhz F]
     python -m fpga.boards --list
 
 Each board has a thin top (:class:`BoardTop`): its oscillator into a PLL that makes the core
-clock (the 125 MHz target is not met on ECP5 speed 6: the switch loops run at 62.5 MHz and the
-NIC loops at about 31 MHz, where they close timing; ``--clk-mhz`` asks for another), the core
+clock (the 125 MHz target is not met on ECP5 speed 6: the switch loops run at 30 MHz, the
+frame loop at 50 MHz and the NIC loops at 15 MHz, where they close timing; ``--clk-mhz`` asks
+for another), the core
 held in reset until the PLL locks, a button that injects one error (debounced),
 the LEDs and the UART report line where the board has them. The core's parameters per board are
 in :data:`BOARDS` (sized to fit). The build goes through amaranth-boards and the YoWASP tools
@@ -63,17 +65,22 @@ BOARDS = {
                         leds="red_green",
                         note="iCE40 UP5K: no switch (its queues alone need 96 EBR, the UP5K "
                              "has 30); frames looped back through a FIFO"),
-    "ulx3s_switch": Board("amaranth_boards.ulx3s:ULX3S_85F_Platform", "ecp5", 62.5,
+    "ulx3s_frame": Board("amaranth_boards.ulx3s:ULX3S_85F_Platform", "ecp5", 50.0,
+                         dict(data_width=64, ports=0, passes=0, max_payload=64, window=2),
+                         button=("button_fire", 0),
+                         note="LFE5U-85F: the frame loop of icebreaker (no switch), the ECP5 "
+                              "bitstream `make test` builds"),
+    "ulx3s_switch": Board("amaranth_boards.ulx3s:ULX3S_85F_Platform", "ecp5", 30.0,
                           dict(data_width=64, ports=2, passes=3, max_payload=1024, window=4),
                           button=("button_fire", 0),
                           note="LFE5U-85F: switch of 2 ports, 3 crossings per frame"),
     "orangecrab_switch": Board("amaranth_boards.orangecrab_r0_2:OrangeCrabR0_2_85FPlatform",
-                               "ecp5", 62.5, dict(data_width=64, ports=2, passes=3,
+                               "ecp5", 30.0, dict(data_width=64, ports=2, passes=3,
                                                   max_payload=1024, window=4),
                                leds="rgb", uart=False,
                                note="LFE5U-85F (speed 8); no UART: status on the RGB LED"),
     "colorlight": Board("amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform",
-                        "ecp5", 62.5, dict(data_width=64, ports=2, passes=2, max_payload=512,
+                        "ecp5", 30.0, dict(data_width=64, ports=2, passes=2, max_payload=512,
                                             window=2),
                         leds="single", uart=False,
                         note="LFE5U-25F; its UART pins are its LED and button"),

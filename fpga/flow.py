@@ -25,6 +25,7 @@ exceed the device (:func:`over_capacity`) is recorded as "does not fit" without 
 the Yosys counts kept.
 """
 
+import copy
 import hashlib
 import json
 import os
@@ -60,6 +61,25 @@ class Device:
         self.wrapped = wrapped              # needs the pin-reducing wrapper
         self.lut4_capacity = lut4_capacity  # LUT4 of the device (one per logic cell)
         self.bram_capacity = bram_capacity  # block RAMs of the device
+
+    def with_router(self, router):
+        """This device with nextpnr's ``--router`` set to ``router`` ("router1" or "router2")."""
+        if router not in ("router1", "router2"):
+            raise ValueError(f"router must be 'router1' or 'router2', not {router!r}")
+        args = list(self.nextpnr_args)
+        if "--router" in args:
+            args[args.index("--router") + 1] = router
+        else:
+            args += ["--router", router]
+        other = copy.copy(self)
+        other.nextpnr_args = args
+        return other
+
+    @property
+    def router(self):
+        """The nextpnr router this device's runs use (nextpnr's default: router1)."""
+        args = self.nextpnr_args
+        return args[args.index("--router") + 1] if "--router" in args else "router1"
 
 
 ECP5 = Device("ecp5", "LFE5U-85F-6 CABGA381", "synth_ecp5", "NEXTPNR_ECP5",
@@ -148,7 +168,7 @@ def yosys_summary(stat, device, module):
     key = next(k for k in mods if k.lstrip("\\") == module)
     cells = dict(sorted(mods[key]["num_cells_by_type"].items()))
     ff = sum(n for c, n in cells.items() if c.startswith(device.ff_cells))
-    if device is ECP5:
+    if device.key == "ecp5":
         lut4 = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
         bram = cells.get("DP16KD", 0)
     else:
@@ -181,7 +201,7 @@ def nextpnr_summary(report, log, device):
         achieved = None
     out = {"logic": util.get(device.logic), "bram_used": util.get(device.bram),
            "dsp": util.get(device.dsp), "fmax_mhz": achieved}
-    if device is ECP5:
+    if device.key == "ecp5":
         out["ff_placed"] = util.get("TRELLIS_FF")
     return out
 

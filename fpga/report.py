@@ -42,6 +42,11 @@ EXTRA = {
                                     data_limit=16384, ingress_bytes=8192)),
 }
 
+# Blocks placed and routed with nextpnr's router1 instead of router2 (flow.ECP5's default): on
+# un_stage router2's overuse grew from iteration 20 on (11,170 to 12,043 wires at iteration 24,
+# 1,500 s) while router1 routes it in about 18 minutes.
+ROUTER1 = {"un_stage"}
+
 OUT_JSON = ROOT / "fpga" / "results.json"
 OUT_MD = ROOT / "fpga" / "results.md"
 README = ROOT / "README.md"
@@ -72,6 +77,12 @@ def ice40_chance(ecp5):
     return None
 
 
+def device_for(name, key):
+    """The :data:`fpga.flow.DEVICES` entry ``key`` as block ``name`` is built on (its router)."""
+    device = flow.DEVICES[key]
+    return device.with_router("router1") if key == "ecp5" and name in ROUTER1 else device
+
+
 def _verilog(name, top_name, factory):
     """The Verilog of target ``name`` as the current code generates it."""
     from tb.common.runner import write_verilog
@@ -84,9 +95,11 @@ def _block_job(name, top_name, factory, devices, pnr_timeout=None):
     rows = []
     ecp5 = None
     for key in devices:
-        device = flow.DEVICES[key]
+        device = device_for(name, key)
         row = {"kind": "block", "target": name, "top": top_name,
                "config": factory.description, "device_key": key}
+        if name in ROUTER1 and key == "ecp5":
+            row["router"] = device.router
         reason = ice40_chance(ecp5) if key == "ice40" and ecp5 is not None else None
         if reason:
             rows.append(dict(row, device=device.name, status="not attempted", message=reason))
@@ -157,12 +170,16 @@ def collect(names, devices, board_names):
                 continue
             text = text if text is not None else _verilog(name, top_name, factory)
             res = json.loads(path.read_text())
-            if res.pop("key", None) != flow.result_key(text, top_name, flow.DEVICES[key]):
+            device = device_for(name, key)
+            if res.pop("key", None) != flow.result_key(text, top_name, device):
                 print(f"report: {name} on {key}: cached result is stale (built from other "
                       f"Verilog), left out", flush=True)
                 continue
-            rows.append(dict(res, kind="block", target=name, device_key=key,
-                             config=factory.description, top=top_name))
+            row = dict(res, kind="block", target=name, device_key=key,
+                       config=factory.description, top=top_name)
+            if name in ROUTER1 and key == "ecp5":
+                row["router"] = device.router
+            rows.append(row)
     for board in board_names:
         path = boards.build_dir(board) / "result.json"
         if path.exists():
@@ -190,7 +207,9 @@ def table(rows):
             status += f": {r['message']}"
         if r.get("timing_met") is False:
             status += " (timing not met at the target clock)"
-        if r.get("wrapper_in_bits"):
+        if r.get("router"):
+            status += f" (nextpnr {r['router']})"
+        if r.get("wrapper_in_bits") and r.get("status") != "does not fit":
             status += f" (P&R with the {r['wrapper_in_bits']}-bit pin wrapper)"
         secs = sum(r.get(k) or 0 for k in ("synth_s", "pnr_s", "build_s"))
         target = r["target"] if r.get("kind") == "block" else f"board {r['target']}"
