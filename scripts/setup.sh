@@ -15,6 +15,7 @@ have_deb() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 have_cmd iverilog || missing+=(iverilog)
 have_cmd g++ || missing+=(g++)
 have_cmd make || missing+=(make)
+have_cmd ccache || missing+=(ccache)           # Verilator builds share the compiled runtime
 have_deb liblz4-dev || missing+=(liblz4-dev)
 have_deb zlib1g-dev || missing+=(zlib1g-dev)
 have_cmd dfu-suffix || missing+=(dfu-util)     # the OrangeCrab bitstream build (make fpga)
