@@ -451,9 +451,13 @@ def scenarios():
         planes = draw(st.integers(1, 3))
         num_t1 = draw(st.integers(2, 3))
         doomed = draw(st.sampled_from([None, 0]))
+        # Dead paths never cover every T1 a QP uses: the last T1 stays alive, and the one before
+        # it too when the doomed QP has the last to itself. (A QP with every path dead for long
+        # enough rightly fails with RETRY_EXCEEDED, which the assertions below exclude.)
+        last_dead_t1 = num_t1 - 2 - (doomed is not None)
         dead = []
-        for _ in range(draw(st.integers(0, 2))):
-            path = (draw(st.integers(0, planes - 1)), draw(st.integers(0, num_t1 - 2)))
+        for _ in range(draw(st.integers(0, 2)) if last_dead_t1 >= 0 else 0):
+            path = (draw(st.integers(0, planes - 1)), draw(st.integers(0, last_dead_t1)))
             first = draw(st.integers(0, 3000))
             dead.append((path, first, first + draw(st.integers(100, 4000))))
         down = []
@@ -495,6 +499,21 @@ def test_closed_loop_properties(case):
         assert CompletionStatus.QP_ERROR in statuses
         assert CompletionStatus.RETRY_EXCEEDED not in statuses
     assert model.counters["completion"] == sum(len(s.wrs) for s in world.senders)
+
+
+def test_closed_loop_qp_without_a_live_path_exceeds_its_retries():
+    """Every path of QP 1 dead (its one T1; the doomed QP 0 has the other) until cycle 400, longer
+    than its 7 retries with 4-tick timeouts: its wrong-R_Key work request never reaches the
+    receiver, so it completes with RETRY_EXCEEDED, not QP_ERROR (hypothesis found this case)."""
+    sc = Scenario(planes=1, num_t1=2, slots=2, backup=0, ev_min_active=1, tick_cycles=16,
+                  wrs_per_qp=1, max_packets=1, loss=0, trim=0, ce=0, nobuf=0, oor=0,
+                  dead_paths=(((0, 0), 0, 400),), doomed_qp=0, bad_wr=(1, 0))
+    cfgs = [QpConfig(w_max=1, timeout_exp=2, retry_limit=0, probe_period=1)] + \
+        [QpConfig(w_max=1, timeout_exp=2, retry_limit=7, probe_period=1)] * 2
+    world, _, _ = loop(0, sc, cfgs)
+    assert [world.status(q) for q in range(3)] == [[CompletionStatus.RETRY_EXCEEDED]] * 2 + \
+        [[CompletionStatus.OK]]
+    assert world.stats["lost_dead_path"] > 7
 
 
 def test_closed_loop_error_isolation():
