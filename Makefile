@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # MRC NIC engine and trimming switch. The two commands for a fresh machine:
 #   make sim    the main job: a fabric of RTL NICs and switches plays a scenario (default: a
 #               T0-T1 link fails mid-run) under Verilator; summary, pcapng per plane, goodput plot
@@ -19,11 +20,13 @@ JOBS ?= 2
 SIM ?= verilator
 BOARD ?= ulx3s
 SCENARIO ?= sim/scenarios/link_down.yaml
+# The upstream conformance vectors that `make vectors-check` compares the repository's copy with.
+SPEC_VECTORS ?= ../shared/spec/vectors
 # Every recipe runs in the project's tool environment (one place: scripts/env.sh).
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
-.PHONY: all setup test test-full sim benches bench verilog report fpga fpga-ci clean
+.PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean
 
 all: test
 
@@ -31,10 +34,15 @@ setup:
 	@bash scripts/setup.sh
 
 test: setup
+	$(ENV) lint-imports
 	$(PYTEST) -m "not full"
 
 test-full: setup
+	$(ENV) lint-imports
 	$(PYTEST)
+
+vectors-check: setup
+	$(ENV) python -m models.conformance --check $(SPEC_VECTORS)
 
 sim: setup
 	$(ENV) python -m sim.rtl_run $(SCENARIO)

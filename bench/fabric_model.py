@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Speed of the fabric model (issue [system] item 7): events per second and simulated
 microseconds per wall second on the 64 hosts x 8 planes permutation of
 ``sim/scenarios/permutation.yaml`` (flows of 100 MB: about 1.1 ms of simulated time), run until

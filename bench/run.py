@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`make bench`: performance of every datapath block, measured in simulation (never asserted).
 
 For each block and data width it runs the block's cocotb ``perf`` test on Verilator: back-to-back
 frames of 0, 64, 256, 1500 and 4096 payload bytes with no idle and no backpressure. Each ``perf``
 test writes cycles per frame, payload bytes per cycle, efficiency against the width and latency
-(definitions: ../shared/spec/metrics.md). This script gathers them into ``bench/results.json`` and
+(definitions: docs/metrics.md). This script gathers them into ``bench/results.json`` and
 ``bench/results.md`` and refreshes the table in README.md between its BENCH markers.
 
     python -m bench.run [--blocks header_inserter,un_stage] [--widths 64,512] [--collect]
@@ -20,12 +21,13 @@ import json
 import sys
 import time
 
-from tb.common.runner import RESULTS, ROOT, replace_between_markers, run_bench
+from project import RESULTS, ROOT, replace_between_markers
+from verif.runner import run_bench
 
 # block -> (component factory "module:Class", top-level name, cocotb module[, widths[, params]]).
 # A block without a data width (a record-stream block) gives widths (0,): it is built from
 # ``params`` (default: its default parameters), without a data_width argument, and measured once.
-# ``params`` also reach the cocotb test (``tb.common.bench.params()``).
+# ``params`` also reach the cocotb test (``verif.bench.params()``).
 BLOCKS = {
     "header_inserter": ("rtl.header_inserter:HeaderInserter", "header_inserter",
                         "tb.test_header_inserter"),
@@ -163,7 +165,7 @@ def main(argv=None):
     rows = merge(collect(blocks) if args.collect else measure(blocks, widths), blocks)
     OUT_JSON.write_text(json.dumps(rows, indent=1) + "\n")
     md = ("# Bench results\n\nMeasured by `make bench` (Verilator, back-to-back frames, no idle, "
-          "no backpressure, 250 MHz nominal clock). Definitions: `../shared/spec/metrics.md`. "
+          "no backpressure, 250 MHz nominal clock). Definitions: `docs/metrics.md`. "
           "Cycles per frame are steady-state; payload bytes per cycle count payload only "
           "(header beats count as time). W is the data width; N x W for a block with N plane "
           "ports, whose efficiency is against its core of N x W bits. nic_engine is the two-NIC "

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Render the record tables of ``models/records.py`` as Markdown for ``docs/architecture.md``.
 
     python -m docs.records            print the generated section

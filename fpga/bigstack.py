@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Run YoWASP Yosys with a larger WebAssembly stack.
 
 wasmtime gives a WebAssembly program a few MiB of stack at most by default, and YoWASP does not change it;
@@ -15,7 +16,7 @@ import os
 import sys
 import threading
 
-from tb.common.runner import BUILD
+from project import BUILD
 
 __all__ = ["STACK_BYTES", "main"]
 

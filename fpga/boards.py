@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """``make fpga BOARD=<board>``: a self-test core on an open board: the NIC engine loop
 (``rtl/selftest_nic.py``; ``ulx3s``, ``orangecrab``) or the switch loop (``rtl/selftest.py``;
 ``icebreaker`` and ``ulx3s_frame`` without the switch, ``colorlight`` and the ``*_switch``
@@ -31,7 +32,7 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from fpga.pll import ecp5_pll_instance, ice40_pll_instance
 from rtl.selftest import SelfTest
 from rtl.selftest_nic import SelfTestNic
-from tb.common.runner import BUILD
+from project import BUILD
 
 __all__ = ["Board", "BOARDS", "BoardTop", "build", "build_dir", "main"]
 

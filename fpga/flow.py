@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Out-of-context synthesis and place-and-route of one block, and the parsing of what the tools say.
 
 Two devices, both through the YoWASP tools that ``scripts/env.sh`` names (``$YOSYS``,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """PLL settings for the board tops: the divider search of Project Trellis ``ecppll`` (ECP5
 EHXPLLL, feedback from CLKOP) and of IceStorm ``icepll`` (iCE40 SB_PLL40, simple feedback), and
 the Amaranth instances.

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """``make report``: LUT4, FF, block RAM and Fmax of every top block and every board build.
 
 For every entry of :data:`rtl.gen.TOPS` (W = 64, default sizes), plus the reduced
@@ -30,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fpga import boards, flow
 from rtl.gen import TOPS, top
-from tb.common.runner import BUILD, ROOT, replace_between_markers
+from project import BUILD, ROOT, replace_between_markers
 
 __all__ = ["targets", "EXTRA", "measure", "table", "main"]
 
@@ -85,7 +86,7 @@ def device_for(name, key):
 
 def _verilog(name, top_name, factory):
     """The Verilog of target ``name`` as the current code generates it."""
-    from tb.common.runner import write_verilog
+    from rtl.gen import write_verilog
 
     return write_verilog(factory(), top_name, REPORT_DIR / name / f"{top_name}.v").read_text()
 

@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the AXI4-Lite configuration bridge (``rtl/axil_config.py``) and of a block's
-configuration map as the bridge reaches it (profile section 8, ``rtl/common/config.py``).
+configuration map as the bridge reaches it (docs/protocol.md section 8, ``rtl/common/config.py``).
 
 The bridge serves one transaction at a time, in the order it accepts them (a write is accepted
 when both its AW and its W beat have been taken, a read when its AR beat has been taken), so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The fabric model: H hosts, P planes of T0 and T1 switches, links and faults, driven by
 scenario files (``sim/scenarios/*.yaml``, schema in ``docs/scenarios.md``).
 
@@ -14,7 +15,7 @@ The pieces: :mod:`models.fabric_topology` (hosts, planes, T0s, T1s, uSID tables 
 :mod:`models.fabric_nic` (model NICs: the spray EV table of :mod:`models.spray`, the reliability
 block of :mod:`models.reliability`, the receive tracker of :mod:`models.rx_tracker`; or the
 ECMP baseline). This module reads scenarios (:class:`Scenario`), builds and runs them
-(:class:`FabricRun`) and measures them as ``../shared/spec/metrics.md`` defines
+(:class:`FabricRun`) and measures them as ``docs/metrics.md`` defines
 (:class:`Result`). The cocotb bench that joins RTL NIC tops uses :class:`FrameFabric`: frames in
 from the NICs' plane ports, frames out to them, faults, time driven by the bench.
 
@@ -68,7 +69,7 @@ def _from_dict(cls, data, where):
 
 @dataclass(frozen=True)
 class SwitchSettings:
-    """Every switch port's queue settings (profile 7 defaults)."""
+    """Every switch port's queue settings (docs/protocol.md 7 defaults)."""
     data_limit: int = DATA_LIMIT_DEFAULT
     control_limit: int | None = None
     trim_size: int = TRIM_SIZE_DEFAULT
@@ -151,7 +152,7 @@ class Fault:
     """One fault (see docs/scenarios.md): ``link`` (T0 ``t0`` - T1 ``t1`` of ``plane`` cut at
     ``at_us``, healed at ``until_us`` if given), ``flap`` (that link cut for ``down_us`` then up
     for ``up_us``, ``count`` times from ``at_us``), ``port`` (host ``host``'s NIC port on
-    ``plane`` down, profile 4.6, and its cable cut), ``path`` (path (``plane``, ``t1``): the
+    ``plane`` down, docs/protocol.md 4.6, and its cable cut), ``path`` (path (``plane``, ``t1``): the
     impairment ``loss``/``trim``/``ce``/``delay_ns``/``jitter_ns`` on every frame through T1
     ``t1``) or ``link_impair`` (the impairment on both directions of a T0-T1 link)."""
     kind: str
@@ -356,7 +357,7 @@ class _FaultWatch:
 def schedule_fault(network, fault, nic_port=None):
     """Put ``fault``'s changes on ``network``'s event loop (each at its time). A ``port`` fault
     cuts the host's cable on the fabric side and calls ``nic_port(plane, up)`` for the NIC side
-    (profile 4.6), when given."""
+    (docs/protocol.md 4.6), when given."""
     loop = network.loop
 
     def at(time_us, action):

@@ -1,10 +1,11 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The network of the fabric model: events, packets, switches, links and their faults.
 
 One implementation serves both uses of the fabric model (``models/fabric.py``):
 
 - **frames** (bytes mode): a packet carries its Ethernet frame (bytes, no FCS). Switches run it
   through the uN stage of :class:`models.un_stage.UnStageModel` (destination shifted, Hop Limit
-  decremented, exact-match table of profile 3) and the egress ports trim and mark the bytes as
+  decremented, exact-match table of docs/protocol.md 3) and the egress ports trim and mark the bytes as
   :mod:`models.switch_queue` does, so a frame that leaves the fabric is the frame an RTL switch
   would emit. This is the mode that joins RTL NIC engine tops (:meth:`Network.inject`,
   :class:`FrameTap`).
@@ -220,7 +221,7 @@ class Packet:
 
     @property
     def wire_ev(self):
-        """The EV of a bytes-mode frame (UDP source port and Flow Label[15:0], profile 1.1)."""
+        """The EV of a bytes-mode frame (UDP source port and Flow Label[15:0], docs/protocol.md 1.1)."""
         frame = self.frame
         if frame is None or len(frame) < BTH_OFFSET:
             return self.ev
@@ -232,7 +233,7 @@ class Packet:
         return self.dscp in (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP)
 
     def trim(self, trim_size, dscp):
-        """Trim in place as a switch does (profile 7): keep ``trim_size`` bytes, DSCP ``dscp``."""
+        """Trim in place as a switch does (docs/protocol.md 7): keep ``trim_size`` bytes, DSCP ``dscp``."""
         if self.frame is not None:
             self.frame = trim(self.frame, trim_size, dscp)
             self.sync()
@@ -512,8 +513,8 @@ class Wire:
 
 
 class Switch:
-    """A T0 or T1 switch of one plane: the uN stage on every frame (profile 3), one
-    :class:`FabricPort` and one outgoing :class:`Wire` per port (profile 7), counters per
+    """A T0 or T1 switch of one plane: the uN stage on every frame (docs/protocol.md 3), one
+    :class:`FabricPort` and one outgoing :class:`Wire` per port (docs/protocol.md 7), counters per
     ingress port (``dropped_no_route``, ``dropped_hop_limit``, ``dropped_malformed``)."""
 
     def __init__(self, loop, name, role, plane, index, own_usid, routes, port_configs,
@@ -729,7 +730,7 @@ class Network:
 
     def set_host_link(self, host, plane, up):
         """Cut or heal the cable of ``host``'s port on ``plane`` (the T0 side: its downlink port
-        goes down or up; the NIC side is the NIC's business, profile 4.6)."""
+        goes down or up; the NIC side is the NIC's business, docs/protocol.md 4.6)."""
         topo = self.topology
         switch = self.switches[T0, plane, topo.t0_of(host)]
         port = topo.port_of(host)

@@ -1,15 +1,16 @@
-"""Model NICs of the fabric model: MRC senders and receivers at packet level (profile 2, 4, 5).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Model NICs of the fabric model: MRC senders and receivers at packet level (docs/protocol.md 2, 4, 5).
 
 A :class:`Nic` is one host's NIC engine: one port per plane, sender QPs and receiver QPs (each
 numbered from 0 at its NIC; a data packet carries the receiver's QPN, its SACKs and NACKs the
 sender's).
 
 **Sender.** Work requests (RDMA Writes) are cut into packets of at most PMTU bytes (opcodes
-FIRST/MIDDLE/LAST/ONLY, AckReq on the last, RETH in every packet, profile 1.4-1.5). QPs are
+FIRST/MIDDLE/LAST/ONLY, AckReq on the last, RETH in every packet, docs/protocol.md 1.4-1.5). QPs are
 served round-robin (:func:`models.spray.serve_qp`: a retransmission first, a new PSN only below
 the PSN limit), and each packet's plane and EV come from the NIC's :class:`models.spray.EvTable`
-(profile 4.3), asked with the planes that are up and have room in their port FIFO
-(``port_fifo`` frames). The NIC's :class:`models.reliability.Reliability` block (profile 5) gets
+(docs/protocol.md 4.3), asked with the planes that are up and have room in their port FIFO
+(``port_fifo`` frames). The NIC's :class:`models.reliability.Reliability` block (docs/protocol.md 5) gets
 a SEND_RECORD per packet sent or flushed, every SACK and NACK, the EV_MARKED answers, the work
 request taps and the ticks; its output records drive the rest: RETX_REQUEST (a retransmission,
 never on the EV to avoid), PSN_LIMIT, RETIRE, COMPLETION, EV_EVENT (applied to the EV table; BAD
@@ -23,13 +24,13 @@ window (``w_max`` / P each). It has no EV table: EV events change nothing (BAD i
 no EV marked) and a retransmission goes on the same path (there is no other).
 
 **Receiver.** Every data packet and probe of a QP goes to its
-:class:`models.rx_tracker.RxTracker` (the checks of profile 5 after the frame's shape and ICRC),
+:class:`models.rx_tracker.RxTracker` (the checks of docs/protocol.md 5 after the frame's shape and ICRC),
 placed payload is written to the QP's memory region (bytes mode: the bytes at their VA; light
 mode: the count), and the SACKs and NACKs it produces go back on the reverse path of the packet
-they answer (profile 4.5), as do probe answers.
+they answer (docs/protocol.md 4.5), as do probe answers.
 
 **Ports.** A NIC port sends control frames (SACK, NACK, probes) before data frames; data frames
-wait in a FIFO of ``port_fifo`` frames. A port that goes down (profile 4.6) leaves the EV table's
+wait in a FIFO of ``port_fifo`` frames. A port that goes down (docs/protocol.md 4.6) leaves the EV table's
 rotation at once; its FIFO is flushed (each data packet in it is reported with ``flushed`` = 1,
 and the reliability block requests it again at once, no EV change, no retry charge) and its
 control frames are dropped and counted.
@@ -88,7 +89,7 @@ _ACKREQ = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_ONLY))
 _PSN_HALF = PSN_MODULUS >> 1
 _MASK64 = (1 << 64) - 1
 _OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
-_EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (profile 4.1)
+_EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (docs/protocol.md 4.1)
 _FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
 _GOOD, _SKIP = SlotState.GOOD, SlotState.SKIP
 
@@ -105,7 +106,7 @@ class NicConfig:
     """Parameters of every model NIC (profile defaults unless noted).
 
     ``pmtu`` payload bytes per packet; ``slots`` A and ``backup`` B of the EV sets and
-    ``ev_min_active`` the floor (profile 4.2, 4.4); ``w_max`` and ``mpr`` the windows (5);
+    ``ev_min_active`` the floor (docs/protocol.md 4.2, 4.4); ``w_max`` and ``mpr`` the windows (5);
     ``timeout_k`` (timeout = 2^k ticks of 1.024 us), ``retry_limit`` and ``probe_period`` (ticks)
     of the reliability block, whose probe list has ``probe_entries`` entries and whose
     work-request FIFO holds ``wr_depth`` per QP; ``port_fifo`` frames a plane port holds (profile
@@ -219,7 +220,7 @@ def ecmp_path(src, dst, sport, t1s, plane):
 
 
 def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
-    """A controller's EV sets for one QP (profile 4.2): per plane, ``slots`` EVs on distinct T1s
+    """A controller's EV sets for one QP (docs/protocol.md 4.2): per plane, ``slots`` EVs on distinct T1s
     as far as there are T1s (slot i on T1 ``(offset + i) mod T``, shuffled), ``backup`` more for
     the pool on the T1s that follow, every EV with its own random salt; under one T0 every EV has
     j = 0 (the path is the plane). Also one non-zero LFSR seed per plane.
@@ -625,7 +626,7 @@ class _LiveQp:
 
 
 class FastEvTable(EvTable):
-    """The EV table (:class:`models.spray.EvTable`) with the choice of profile 4.3, and SKIP,
+    """The EV table (:class:`models.spray.EvTable`) with the choice of docs/protocol.md 4.3, and SKIP,
     made on a mutable copy of a QP's state, without building new states per packet
     (tests/test_fabric.py drives both with the same inputs and compares the states).
 
@@ -926,7 +927,7 @@ class Nic:
         self.schedule()
 
     def schedule(self):
-        """Send packets while a port has room and a QP has one ready (profile 4.3). A call made
+        """Send packets while a port has room and a QP has one ready (docs/protocol.md 4.3). A call made
         while it runs (a wire took a frame) returns at once: the running loop looks again."""
         if self._scheduling:
             return
@@ -1008,7 +1009,7 @@ class Nic:
 
     def _choose(self, qp, room, avoid):
         """The plane and EV of ``qp``'s next packet, or None when it must wait. MRC: the EV
-        table's choice (profile 4.3). ECMP: its one path, when its plane has room."""
+        table's choice (docs/protocol.md 4.3). ECMP: its one path, when its plane has room."""
         if qp.ecmp is not None:
             plane, ev = qp.ecmp
             return Choice(plane, 0, ev, 0) if room >> plane & 1 else None
@@ -1038,7 +1039,7 @@ class Nic:
 
     def _carrier(self, ev, peer):
         """The carrier towards ``peer`` on ``ev``: a data packet's path, or the reverse path of
-        a packet from ``peer`` on ``ev`` (profile 4.5 gives the same template), cached per path
+        a packet from ``peer`` on ``ev`` (docs/protocol.md 4.5 gives the same template), cached per path
         (plane and T1, ``EV[11:0]``: the salt does not change the carrier)."""
         paths = self._carriers.get(peer)
         if paths is None:
@@ -1115,7 +1116,7 @@ class Nic:
     # --- ports (4.6) -----------------------------------------------------------------------------
 
     def set_port(self, plane, up):
-        """Bring the NIC's port on ``plane`` up or down (profile 4.6)."""
+        """Bring the NIC's port on ``plane`` up or down (docs/protocol.md 4.6)."""
         port = self.ports[plane]
         port.up = bool(up)
         self.table.set_plane_up(plane, up)
@@ -1162,7 +1163,7 @@ class Nic:
 
     def _read_frame(self, packet):
         """Fill the transport fields of a bytes-mode packet from its frame (the shape checks of
-        profile 5, then the ICRC of a frame not trimmed); False when the frame is dropped."""
+        docs/protocol.md 5, then the ICRC of a frame not trimmed); False when the frame is dropped."""
         try:
             parsed = parse_frame(packet.frame, inner_dst=nic_address(self.host))
         except FrameError:

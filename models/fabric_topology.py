@@ -1,4 +1,5 @@
-"""Topology of a multi-plane two-tier fabric (profile sections 3, 4.1 and 4.5) for the fabric model.
+# SPDX-License-Identifier: BSD-2-Clause
+"""Topology of a multi-plane two-tier fabric (docs/protocol.md sections 3, 4.1 and 4.5) for the fabric model.
 
 H hosts, P planes. Every plane is an independent two-tier fabric of S T0 switches and T T1
 switches: every T0 has ``hosts_per_t0 = H / S`` host-facing ports (port k goes to the host with
@@ -7,12 +8,12 @@ downlink port k) and T uplinks (port ``hosts_per_t0 + j`` goes to T1 j); every T
 ``h`` sits under T0 ``h // hosts_per_t0`` at downlink port ``h % hosts_per_t0`` in every plane
 (the paper's multi-plane topology scaled down). Full bisection when ``hosts_per_t0 == T``.
 
-Switch identities and routing tables come from :mod:`models.usid` (profile section 3): T0 s of
+Switch identities and routing tables come from :mod:`models.usid` (docs/protocol.md section 3): T0 s of
 plane p has uSID ``T0(p, s)`` and routes ``T1(p, j)`` to uplink j and ``HOST(p, k)`` to downlink
 k; T1 j routes ``T0(p, s)`` to downlink s. A packet on EV ``ev`` from host a to host b carries
 ``ev_carrier(ev, t0(a), t0(b), port(b))``; the answer to it carries ``reverse_carrier``.
 
-Addresses (profile 1.1, 1.2): host h's plane-p address ``fd00:0:<p>::<h>``, its NIC address
+Addresses (docs/protocol.md 1.1, 1.2): host h's plane-p address ``fd00:0:<p>::<h>``, its NIC address
 ``fd00:ffff::<h>``; MACs ``02:00:00:<p>:<h>`` (a profile choice for the model, the profile leaves
 them to configuration). Nothing here imports cocotb, Amaranth or scapy.
 """
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from .usid import DEFAULT_BLOCK, USID_BITS, Role, encode, ev_carrier, parse_block
 from .spray import MAX_PLANES, MAX_T1
 
-__all__ = ["Topology", "LinkId", "plane_address", "nic_address", "port_mac", "T0", "T1", "HOST"]
+__all__ = ["Topology", "LinkId", "plane_address", "nic_address", "port_mac", "frame_between", "T0",
+           "T1", "HOST"]
 
 T0 = "t0"
 T1 = "t1"
@@ -30,12 +32,12 @@ HOST = "host"
 
 
 def plane_address(plane, host):
-    """The sender's address on ``plane`` (profile 1.1): ``fd00:0:<plane>::<host>``."""
+    """The sender's address on ``plane`` (docs/protocol.md 1.1): ``fd00:0:<plane>::<host>``."""
     return 0xFD00 << 112 | plane << 80 | host
 
 
 def nic_address(host):
-    """The NIC's own address (profile 1.2): ``fd00:ffff::<host>``."""
+    """The NIC's own address (docs/protocol.md 1.2): ``fd00:ffff::<host>``."""
     return 0xFD00FFFF << 96 | host
 
 
@@ -145,7 +147,7 @@ class Topology:
         return self.block << USID_BITS | usid
 
     def routes(self, role, plane, index):
-        """The static exact-match table of a switch (profile 3): ``{48-bit key: egress port}``.
+        """The static exact-match table of a switch (docs/protocol.md 3): ``{48-bit key: egress port}``.
 
         T0: ``T1(p, j)`` -> uplink j, ``HOST(p, k)`` -> host port k. T1: ``T0(p, s)`` -> port s.
         The table does not depend on ``index``: every switch of a tier holds the same entries.
@@ -196,3 +198,18 @@ class Topology:
                 f"{', full bisection' if self.full_bisection else ''}), links {self.link_gbps:g} "
                 f"Gb/s, {self.link_delay_ns:g} ns, switch latency {self.switch_latency_ns:g} ns")
 
+
+def frame_between(topo, src, dst, ev, psn=1, payload=b"\x5a" * 1000, dscp_rtx=0):
+    """A real WRITE_ONLY frame from host ``src`` to host ``dst`` of ``topo`` on ``ev``
+    (:mod:`models.packets`; QPN 3, VA 0x1000, R_Key 7), for tests of the fabric and its flows."""
+    from .layouts import Opcode
+    from .packets import Addresses, build_frame, data_packet
+
+    plane = ev & 0xF
+    addr = Addresses(eth_dst=1, eth_src=2, outer_src=plane_address(plane, src),
+                     outer_dst=topo.carrier(ev, src, dst), inner_src=nic_address(src),
+                     inner_dst=nic_address(dst))
+    hdr, body = data_packet(addr, opcode=Opcode.WRITE_ONLY, ev=ev, dest_qpn=3, psn=psn, rqmsn=0,
+                            msn=0, va=0x1000, rkey=7, dma_length=len(payload), payload=payload,
+                            rtx=dscp_rtx)
+    return build_frame(hdr, body)

@@ -1,18 +1,19 @@
-"""Golden model of the header inserter (NIC transmit side, profile sections 1, 2 and 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the header inserter (NIC transmit side, docs/protocol.md sections 1, 2 and 8).
 
 The block takes a stream of :data:`models.records.TX_HEADER` records and a stream of payload
 packets (AXI-Stream, payload bytes only) and emits one complete frame per good record:
 :func:`models.packets.build_frame` of the record and its payload, split into beats of W/8 bytes.
 
-Pairing (profile 8): a record with ``length`` 0 owns no payload beats; a record with ``length`` > 0
+Pairing (docs/protocol.md 8): a record with ``length`` 0 owns no payload beats; a record with ``length`` > 0
 owns the next payload packet, up to and including its ``tlast`` beat, whatever the packet's size.
 
 Defined answers to bad input (the RTL does exactly this, and the bench compares even these cases):
 
-- unknown opcode (not one of profile 1.4's nine): the record is dropped and counted
+- unknown opcode (not one of docs/protocol.md 1.4's nine): the record is dropped and counted
   (``drop_opcode``); its packet, if it owns one, is consumed and discarded;
 - a control opcode (SACK, NACK, probe) with ``length`` > 0: dropped the same way
-  (``drop_ctrl_len``): control packets carry no payload (profile section 2);
+  (``drop_ctrl_len``): control packets carry no payload (docs/protocol.md section 2);
 - ``length`` above the block's ``max_payload``: dropped the same way (``drop_oversize``);
 - a packet shorter than ``length``: the frame is completed with zero bytes up to ``length`` (the
   headers stay true), flagged bad (``tuser[0]`` = 1 on its last beat) and counted

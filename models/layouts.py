@@ -1,4 +1,5 @@
-"""Wire layouts of every MRC header, declared once, as data (profile sections 1, 2 and 6).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Wire layouts of every MRC header, declared once, as data (docs/protocol.md sections 1, 2 and 6).
 
 This file is the single source of truth for header offsets and widths. The Python models pack and
 parse frames with it, and the RTL takes the same tables (``rtl/common/headers.py``) to place and
@@ -122,7 +123,7 @@ METH = Header("meth", [("rqmsn", 16), ("msn", 16)])
 RETH = Header("reth", [("va", 64), ("rkey", 32), ("dma_length", 32)])
 IMMDT = Header("immdt", [("imm", 32)])
 
-# SACK extension header (profile 2.1, bytes 0-27). ack_psn_offset and sack_offset are signed.
+# SACK extension header (docs/protocol.md 2.1, bytes 0-27). ack_psn_offset and sack_offset are signed.
 SETH = Header("seth", [
     ("rsvd0", 8),
     ("rsvd1", 1), ("m", 2), ("rsvd2", 3), ("pr", 1), ("rsvd3", 1),
@@ -138,14 +139,14 @@ SETH = Header("seth", [
 ])
 SETH_SIGNED = ("ack_psn_offset", "sack_offset")
 
-# Congestion-control state after the SETH (profile 2.1, bytes 28-35).
+# Congestion-control state after the SETH (docs/protocol.md 2.1, bytes 28-35).
 CC_STATE = Header("cc_state", [
     ("ts_echo", 16),
     ("rsvd0", 1), ("ooo_count", 15),
     ("r_c", 1), ("rcv_cwnd_pen", 7), ("placed_256", 24),
 ])
 
-# NACK extension header (profile 2.2).
+# NACK extension header (docs/protocol.md 2.2).
 NETH = Header("neth", [
     ("rsvd0", 16), ("nack_reason", 8), ("rsvd1", 8),
     ("entropy", 32),
@@ -154,7 +155,7 @@ NETH = Header("neth", [
     ("rsvd3", 32),
 ])
 
-# Reliability probe extension header (profile 2.3).
+# Reliability probe extension header (docs/protocol.md 2.3).
 PETH = Header("peth", [("rsvd0", 32), ("probe_id", 16), ("rsvd1", 80)])
 
 
@@ -180,7 +181,7 @@ KNOWN_OPCODES = DATA_OPCODES + CONTROL_OPCODES
 
 
 class Dscp:
-    """Profile section 6."""
+    """docs/protocol.md section 6."""
     NO_TRIM = 0
     TRIMMABLE = 4
     TRIMMABLE_RETX = 8
@@ -196,7 +197,7 @@ class Ecn:
 
 
 class NackReason:
-    """Profile section 2.2."""
+    """docs/protocol.md section 2.2."""
     TRIMMED = 0x01
     TRIMMED_LASTHOP = 0x02
     NO_PKT_BUFFER = 0x07
@@ -205,10 +206,10 @@ class NackReason:
 
 
 class SackVerdict:
-    """The ``m`` field of a SACK (profile 2.1)."""
+    """The ``m`` field of a SACK (docs/protocol.md 2.1)."""
     NONE = 0
     SKIP_ONCE = 1
-    ALWAYS_SKIP = 2  # never sent in profile 1
+    ALWAYS_SKIP = 2  # never sent (docs/protocol.md 2.1)
 
 
 ETHERTYPE_IPV6 = 0x86DD
@@ -265,7 +266,7 @@ def pad_count(payload_length):
     return -payload_length & 3
 
 
-# --- ICRC coverage (profile 1.6) ----------------------------------------------------------------
+# --- ICRC coverage (docs/protocol.md 1.6) ----------------------------------------------------------------
 # The ICRC covers the frame from the inner IPv6 header on (preceded by 8 bytes of 0xFF), with some
 # fields taken as all ones. ICRC_MASKED_BITS lists them as (frame bit offset, width), frame bit
 # offset 0 being bit 7 of the frame's byte 0.

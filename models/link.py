@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the fault-injectable link (``rtl/link.py``): cut, loss, delay and rate.
 
 A link carries AXI-Stream frames from one port to another (a switch port to a NIC plane port, or
@@ -6,7 +7,7 @@ the model predicts is which frames pass, and when each of their beats leaves.
 
 Frame decisions, at a frame's first beat (its *start*), with the register values of that moment:
 
-- the 16-bit Galois LFSR of profile 4.3 (:func:`models.switch_queue.lfsr_step`, taps 0xB400)
+- the 16-bit Galois LFSR of docs/protocol.md 4.3 (:func:`models.switch_queue.lfsr_step`, taps 0xB400)
   steps once per frame start, whatever the decision, and ``r`` is its new value;
 - ``up`` = 0 (cut): the frame is dropped whole (counted ``frames_cut``);
 - else ``r < loss``: the frame is dropped whole (counted ``frames_lost``); ``loss`` 0 never drops,

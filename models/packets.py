@@ -1,8 +1,9 @@
-"""Golden model of MRC frames (profile sections 1, 2 and 6): build from fields, parse back, ICRC.
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of MRC frames (docs/protocol.md sections 1, 2 and 6): build from fields, parse back, ICRC.
 
 The core is :func:`build_frame`, which turns a :data:`models.records.TX_HEADER` record (a dict of
 its fields) and a payload into the complete Ethernet frame (no preamble, no FCS) with its ICRC,
-exactly as the header inserter must; and :func:`icrc`, the RoCEv2 invariant CRC of profile 1.6.
+exactly as the header inserter must; and :func:`icrc`, the RoCEv2 invariant CRC of docs/protocol.md 1.6.
 
 Around it:
 
@@ -12,9 +13,9 @@ Around it:
   the EV (:func:`path_fields`), the class fields (DSCP, ECN, AckReq, PSN 0 of control packets) from
   the packet kind, and take the addresses as an :class:`Addresses` parameter (the outer destination
   is the uSID carrier, computed elsewhere);
-- :func:`sack_bitmap`, the bitmap-base rule of profile 2.1, and :func:`bitmap_psns`, its reading;
+- :func:`sack_bitmap`, the bitmap-base rule of docs/protocol.md 2.1, and :func:`bitmap_psns`, its reading;
 - :func:`parse_frame`, which reads every header back into a :class:`ParsedFrame` or raises a
-  :class:`FrameError` whose ``reason`` names the first failed shape check of profile section 5.
+  :class:`FrameError` whose ``reason`` names the first failed shape check of docs/protocol.md section 5.
 
 Layouts come from :mod:`models.layouts`; nothing here imports cocotb, Amaranth or scapy.
 """
@@ -89,9 +90,9 @@ def build_frame(hdr, payload=b""):
     return frame + icrc(frame)
 
 
-# --- Builders from semantic fields (profile sections 1, 2 and 6) -------------------------------
+# --- Builders from semantic fields (docs/protocol.md sections 1, 2 and 6) -------------------------------
 
-PMTU_MAX = 4096              # largest data payload of profile 1 (PMTU 256..4096)
+PMTU_MAX = 4096              # largest data payload (PMTU 256..4096, docs/protocol.md 1)
 PSN_MODULUS = 1 << 24
 _ACKREQ_OPCODES = (Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY,
                    Opcode.WRITE_ONLY_IMM)
@@ -104,8 +105,8 @@ class Addresses:
     """Where a frame goes: Ethernet and both IPv6 headers' addresses, and the outer Hop Limit.
 
     Addresses are given as text (``"02:00:00:05:00:01"``, ``"fd00:0:1::5"``) or as integers and
-    are stored as integers. ``outer_dst`` is the uSID carrier of the path (profile section 3),
-    ``outer_src`` the sender's plane address, ``inner_*`` the NICs' own addresses (profile 1.1-1.2).
+    are stored as integers. ``outer_dst`` is the uSID carrier of the path (docs/protocol.md section 3),
+    ``outer_src`` the sender's plane address, ``inner_*`` the NICs' own addresses (docs/protocol.md 1.1-1.2).
     """
     eth_dst: object
     eth_src: object
@@ -131,7 +132,7 @@ class Addresses:
 
 
 def path_fields(ev):
-    """The fields an EV sets (profile 1.1, 1.3): Flow Label {4'b0, EV[15:0]}, UDP source port
+    """The fields an EV sets (docs/protocol.md 1.1, 1.3): Flow Label {4'b0, EV[15:0]}, UDP source port
     EV[31:16]."""
     if not 0 <= ev < 1 << 32:
         raise ValueError(f"EV {ev:#x} is not a 32-bit value")
@@ -150,7 +151,7 @@ def _tx_header(addr, *, ev, opcode, dest_qpn, dscp, ecn, ext, ackreq=0, rtx=0, p
 
 def data_packet(addr, *, opcode, ev, dest_qpn, psn, rqmsn, msn, va, rkey, dma_length,
                 payload=b"", imm=None, rtx=0):
-    """One RDMA Write packet (profile section 1): ``(tx_header_dict, payload)``.
+    """One RDMA Write packet (docs/protocol.md section 1): ``(tx_header_dict, payload)``.
 
     ``opcode`` is one of the six Write opcodes; ``imm`` is required for the two with ImmDt and
     refused for the others. AckReq is 1 on the last packet of a message (LAST and ONLY opcodes).
@@ -178,17 +179,17 @@ def data_packet(addr, *, opcode, ev, dest_qpn, psn, rqmsn, msn, va, rkey, dma_le
 
 def sack_packet(addr, *, ev, dest_qpn, cack_psn, mpr, m=SackVerdict.NONE, ack_psn_offset=0,
                 sack_offset=0, sack_bitmap=0, pr=0, probe_id=0, ooo_count=0, placed_256=0):
-    """One SACK (profile 2.1): ``(tx_header_dict, b"")``.
+    """One SACK (docs/protocol.md 2.1): ``(tx_header_dict, b"")``.
 
     ``ev`` is the trigger's EV: it is echoed in ``entropy`` and sets the path fields (the SACK goes
     back on the trigger's path). ``mpr`` is the wire field (window / 128 PSNs). ``m`` is NONE or
-    SKIP_ONCE (ALWAYS_SKIP is never sent in profile 1). ``pr`` = 1 (a probe answer, see
+    SKIP_ONCE (ALWAYS_SKIP is never sent, docs/protocol.md 2.1). ``pr`` = 1 (a probe answer, see
     :func:`probe_answer`) needs ``ack_psn_offset`` 0; ``pr`` = 0 needs ``probe_id`` 0. The offsets
     are signed 16-bit; ``sack_offset``/``sack_bitmap`` usually come from :func:`sack_bitmap`.
     DSCP CONTROL, Not-ECT, PSN 0, AckReq 0.
     """
     if m not in (SackVerdict.NONE, SackVerdict.SKIP_ONCE):
-        raise ValueError(f"SACK verdict m = {m} is not sent in profile 1")
+        raise ValueError(f"SACK verdict m = {m} is never sent (docs/protocol.md 2.1)")
     if pr not in (0, 1):
         raise ValueError(f"pr must be 0 or 1, not {pr}")
     if pr and ack_psn_offset:
@@ -208,7 +209,7 @@ def sack_packet(addr, *, ev, dest_qpn, cack_psn, mpr, m=SackVerdict.NONE, ack_ps
 
 def probe_answer(addr, *, ev, dest_qpn, probe_id, cack_psn, mpr, received=(),
                  m=SackVerdict.NONE, ooo_count=0, placed_256=0):
-    """The SACK that answers a probe (profile 2.1, 2.3): ``pr`` = 1, ``ack_psn_offset`` 0, the
+    """The SACK that answers a probe (docs/protocol.md 2.1, 2.3): ``pr`` = 1, ``ack_psn_offset`` 0, the
     probe's EV and ``probe_id`` echoed; the bitmap starts at cack_psn + 1 (the trigger PSN of a
     probe answer is taken as cack_psn) and marks the PSNs of ``received``."""
     sack_offset, bitmap = sack_bitmap(cack_psn, cack_psn, received)
@@ -218,25 +219,25 @@ def probe_answer(addr, *, ev, dest_qpn, probe_id, cack_psn, mpr, received=(),
 
 
 def nack_packet(addr, *, ev, dest_qpn, reason, nack_psn):
-    """One NACK (profile 2.2): ``(tx_header_dict, b"")``. ``ev`` is the NACKed packet's EV
+    """One NACK (docs/protocol.md 2.2): ``(tx_header_dict, b"")``. ``ev`` is the NACKed packet's EV
     (echoed in ``entropy``, and its path); ``reason`` one of :class:`NackReason`. DSCP CONTROL,
     Not-ECT."""
     if reason not in _NACK_REASONS:
-        raise ValueError(f"NACK reason {reason:#04x} is not one of profile 2.2")
+        raise ValueError(f"NACK reason {reason:#04x} is not one of docs/protocol.md 2.2")
     ext = NETH.pack(nack_reason=reason, entropy=ev, nack_psn=nack_psn)
     return _tx_header(addr, ev=ev, opcode=Opcode.NACK, dest_qpn=dest_qpn, dscp=Dscp.CONTROL,
                       ecn=Ecn.NOT_ECT, ext=ext), b""
 
 
 def probe_packet(addr, *, ev, dest_qpn, probe_id):
-    """One reliability probe (profile 2.3) on the EV under test: ``(tx_header_dict, b"")``.
+    """One reliability probe (docs/protocol.md 2.3) on the EV under test: ``(tx_header_dict, b"")``.
     DSCP TRIMMABLE and ECT(0), like data, so that it meets the data path's queues."""
     ext = PETH.pack(probe_id=probe_id)
     return _tx_header(addr, ev=ev, opcode=Opcode.PROBE, dest_qpn=dest_qpn, dscp=Dscp.TRIMMABLE,
                       ecn=Ecn.ECT0, ext=ext), b""
 
 
-# --- SACK bitmap (profile 2.1) -------------------------------------------------------------------
+# --- SACK bitmap (docs/protocol.md 2.1) -------------------------------------------------------------------
 
 def psn_offset(psn, base):
     """``psn - base`` in 24-bit serial arithmetic as a signed 16-bit offset (raises if it does not
@@ -250,7 +251,7 @@ def psn_offset(psn, base):
 
 
 def sack_base(cack_psn, trigger_psn):
-    """The bitmap base PSN of a SACK (profile 2.1): ``trigger_psn`` with its low 6 bits cleared,
+    """The bitmap base PSN of a SACK (docs/protocol.md 2.1): ``trigger_psn`` with its low 6 bits cleared,
     or cack_psn + 1 when that is at or below ``cack_psn`` in serial arithmetic."""
     base = trigger_psn & ~63 & (PSN_MODULUS - 1)
     ahead = (base - cack_psn) % PSN_MODULUS
@@ -260,7 +261,7 @@ def sack_base(cack_psn, trigger_psn):
 
 
 def sack_bitmap(cack_psn, trigger_psn, received):
-    """``(sack_offset, sack_bitmap)`` of a SACK (profile 2.1).
+    """``(sack_offset, sack_bitmap)`` of a SACK (docs/protocol.md 2.1).
 
     The bitmap covers the aligned block of 64 PSNs holding ``trigger_psn`` (its low 6 bits
     cleared), unless that base is at or below ``cack_psn`` in serial arithmetic, in which case the
@@ -282,7 +283,7 @@ def bitmap_psns(cack_psn, sack_offset, sack_bitmap):
     return {(base + i) % PSN_MODULUS for i in range(64) if sack_bitmap >> (63 - i) & 1}
 
 
-# --- Parsing (profile section 5, shape checks) ---------------------------------------------------
+# --- Parsing (docs/protocol.md section 5, shape checks) ---------------------------------------------------
 
 FRAME_ERROR_REASONS = ("short", "ethertype", "next_header", "length", "inner_dst", "udp_port",
                        "tver", "pkey", "opcode", "trimmed_short")
@@ -298,7 +299,7 @@ class FrameError(ValueError):
       carries bytes after its extension headers;
     - ``inner_dst``: the inner destination is not the receiver's (when it is given);
     - ``udp_port``: UDP destination port not 4791; ``tver``: BTH.TVer not 0;
-      ``pkey``: P_Key not 0xFFFF; ``opcode``: not an opcode of profile 1;
+      ``pkey``: P_Key not 0xFFFF; ``opcode``: not an opcode of docs/protocol.md 1.4;
     - ``trimmed_short``: a trimmed data frame without its headers through RETH (134 B).
     """
 
@@ -363,12 +364,12 @@ class ParsedFrame:
 def parse_frame(frame, inner_dst=None):
     """Read ``frame`` (Ethernet, no FCS) into a :class:`ParsedFrame`.
 
-    Raises :class:`FrameError` at the first failed shape check, in the order of profile section 5:
+    Raises :class:`FrameError` at the first failed shape check, in the order of docs/protocol.md section 5:
     short, EtherType, outer Next Header 41, the three length fields, the inner destination (only
     when ``inner_dst``, text or int, is given), UDP port 4791, TVer 0, P_Key 0xFFFF, known opcode;
     then the opcode's own length (and, for trimmed data frames, the 134 B minimum). The ICRC is
     reported in ``icrc_ok``, not raised: the receiver checks it later (after the QP and buffer
-    checks). The inner Next Header, IP versions and reserved bits are not checked (profile 5 does
+    checks). The inner Next Header, IP versions and reserved bits are not checked (docs/protocol.md 5 does
     not), but they are returned.
     """
     frame = bytes(frame)

@@ -1,11 +1,12 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of direct placement: payload packets written to host memory through an AXI4 write
-master (profile sections 1.5, 5 and 8).
+master (docs/protocol.md sections 1.5, 5 and 8).
 
 The block takes one :data:`models.records.PLACE_COMMAND` per received frame that passed the
 receiver's checks, in frame order: ``va`` (where the payload's first byte goes), ``length`` (the
 payload length without pad) and ``place`` (the receive tracker's verdict: 1 = write it; 0 =
 duplicate, trimmed, out of window, access error, ... : write nothing). Pairing with the payload
-stream (profile 8): a command with ``length`` 0 owns no payload beats; any other owns the next
+stream (docs/protocol.md 8): a command with ``length`` 0 owns no payload beats; any other owns the next
 payload packet, up to and including its ``tlast`` beat, whatever its size.
 
 A placed payload is written as INCR bursts of full-width beats (``AWSIZE`` = log2(W/8)) from the

@@ -1,8 +1,9 @@
-"""Golden model of the plane splitter (NIC transmit; profile 4.6 and 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the plane splitter (NIC transmit; docs/protocol.md 4.6 and 8).
 
 The splitter takes the NIC core's frame stream (C bits per beat) with one
 :data:`models.records.PLANE_FRAME` record per frame, in frame order, and sends each frame out of
-its plane's port (W bits per beat) through that plane's FIFO. A plane that goes down (profile 4.6)
+its plane's port (W bits per beat) through that plane's FIFO. A plane that goes down (docs/protocol.md 4.6)
 leaves the rotation at once: the frame it is sending finishes, and every frame queued for it is
 flushed; a flushed data frame gives its send record back with ``flushed`` = 1 (so the reliability
 block retransmits it at once on another plane), a flushed control frame is only counted.

@@ -1,4 +1,5 @@
-"""Records that pass between blocks, declared once, as data (profile section 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Records that pass between blocks, declared once, as data (docs/protocol.md section 8).
 
 Each record is an ordered list of (name, width) fields. The RTL turns a record into an Amaranth
 ``StructLayout`` (``rtl/common/records.py``: first field at the least significant bit), the models
@@ -101,7 +102,7 @@ TX_HEADER = Record("tx_header", [
     ("opcode", 8), ("dest_qpn", 24), ("ackreq", 1), ("rtx", 1), ("psn", 24),
     ("ext", EXT_WIDTH),
     ("length", 16),
-], doc="""Everything the header inserter needs to build one frame of profile sections 1-2.
+], doc="""Everything the header inserter needs to build one frame of docs/protocol.md sections 1-2.
 The inserter derives the rest: EtherType, IP versions, next headers, the three length fields,
 the inner Traffic Class and Flow Label (copied from the outer), inner Hop Limit 64, UDP ports'
 destination 4791 and checksum 0, BTH P_Key 0xFFFF, TVer 0, PadCnt from `length`, and the ICRC.
@@ -111,7 +112,7 @@ from `opcode`). `length` is the payload length in bytes without pad; 0 means no 
 WORK_REQUEST = Record("work_request", [
     ("qpn", QPN_WIDTH), ("local_addr", 64), ("remote_va", 64), ("rkey", 32), ("length", 32),
     ("has_imm", 1), ("imm", 32), ("req_id", 16),
-], doc="A host's RDMA Write (with optional immediate) on one QP (profile section 8).")
+], doc="A host's RDMA Write (with optional immediate) on one QP (docs/protocol.md section 8).")
 
 SEND_RECORD = Record("send_record", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("ev", 32), ("plane", 4), ("slot", 8), ("req_id", 16),
@@ -119,7 +120,7 @@ SEND_RECORD = Record("send_record", [
     ("last", 1),
 ], doc="""One per data packet sent (or flushed from a downed plane, `flushed` = 1), from the
 transmit engine to the reliability block: what went where, when, and the plane room mask the
-choice saw (profile 4.3 and section 8); `last` = 1 on the last packet of its work request (AckReq).""")
+choice saw (docs/protocol.md 4.3 and section 8); `last` = 1 on the last packet of its work request (AckReq).""")
 
 TX_PACKET = Record("tx_packet", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("opcode", 8), ("ackreq", 1), ("rtx", 1),
@@ -127,14 +128,14 @@ TX_PACKET = Record("tx_packet", [
     ("req_id", 16), ("offset", 32), ("length", 16), ("avoid_valid", 1), ("avoid_ev", 32),
     ("cause", 3),
 ], doc="""One data packet from the segmenter, ahead of its payload (`length` bytes, no pad; 0 means
-no payload beats): the Write opcode of profile 1.4, AckReq on a message's last packet, the METH and
-RETH fields of profile 1.5 (`va` = this packet's first byte, `dma_length` = the message length),
+no payload beats): the Write opcode of docs/protocol.md 1.4, AckReq on a message's last packet, the METH and
+RETH fields of docs/protocol.md 1.5 (`va` = this packet's first byte, `dma_length` = the message length),
 the immediate for the *_IMM opcodes, the work request it belongs to (`req_id`, `offset` of its first
 byte in the message). A retransmission has `rtx` = 1, the EV to avoid and its `RetxCause`.""")
 
 RETX_REQUEST = Record("retx_request", [
     ("qpn", QPN_WIDTH), ("psn", 24), ("avoid_ev", 32), ("cause", 3),
-], doc="Rebuild and resend one PSN, never on `avoid_ev` (profile 4.3).")
+], doc="Rebuild and resend one PSN, never on `avoid_ev` (docs/protocol.md 4.3).")
 
 RETIRE = Record("retire", [("qpn", QPN_WIDTH), ("req_id", 16)],
                 doc="A work request fully acknowledged: the transmit engine may free it.")
@@ -145,14 +146,14 @@ PSN_LIMIT = Record("psn_limit", [("qpn", QPN_WIDTH), ("psn_limit", 24)],
 CONTROL_RECORD = Record("control_record", [
     ("qpn", QPN_WIDTH), ("opcode", 8), ("ev", 32), ("ext", EXT_WIDTH),
 ], doc="""A SACK, NACK, probe answer (SACK with pr = 1) or probe to send on QP `qpn`, on the path
-of `ev` (the reverse path of the packet answered, or the EV under test), profile 4.5.""")
+of `ev` (the reverse path of the packet answered, or the EV under test), docs/protocol.md 4.5.""")
 
 FEEDBACK_RECORD = Record("feedback_record", [
     ("qpn", QPN_WIDTH), ("opcode", 8), ("ecn", 2), ("ext", EXT_WIDTH),
 ], doc="A SACK or NACK received for local QP `qpn`, for the sender's reliability block.")
 
 EV_EVENT = Record("ev_event", [("qpn", QPN_WIDTH), ("ev", 32), ("kind", 3)],
-                  doc="A state event for the slot(s) of (QP, EV), profile 4.4; kinds in EvEvent.")
+                  doc="A state event for the slot(s) of (QP, EV), docs/protocol.md 4.4; kinds in EvEvent.")
 
 EV_MARKED = Record("ev_marked", [("qpn", QPN_WIDTH), ("ev", 32), ("valid", 1), ("last", 1)],
                    doc="""Answer to a BAD event: one record per EV actually marked ASSUMED_BAD
@@ -181,7 +182,7 @@ memory region that holds [VA, VA + payload_length), `probe_id` = the PETH's for 
 
 
 class EvEvent:
-    """`EV_EVENT.kind` values (profile 4.4)."""
+    """`EV_EVENT.kind` values (docs/protocol.md 4.4)."""
     SKIP = 0
     BAD = 1
     RECOVERED = 2
@@ -215,7 +216,7 @@ class FrameUser:
 
 SPRAY_REQUEST = Record("spray_request", [
     ("qpn", QPN_WIDTH), ("plane_ok", 8), ("avoid_valid", 1), ("avoid_ev", 32),
-], doc="""One packet's spray choice asked of the EV table (profile 4.3) for QP `qpn`: bit p of
+], doc="""One packet's spray choice asked of the EV table (docs/protocol.md 4.3) for QP `qpn`: bit p of
 `plane_ok` says plane p has room in its port FIFO (the scheduler ANDs its plane up mask);
 `avoid_ev` (when `avoid_valid` = 1) is the EV a retransmission must not use.""")
 
@@ -233,7 +234,7 @@ PLANE_FRAME = Record("plane_frame", [
 ], doc="""One per frame, from path building to the plane splitter, in frame order: the frame's
 `plane` (its EV's plane), its length in bytes (ICRC included), and for a data frame (`data` = 1)
 its `send_record` (packed), sent again with `flushed` = 1 if the plane goes down before the frame
-leaves (profile 4.6); for a control frame `send` holds only `qpn`, `ev` and `plane`.""")
+leaves (docs/protocol.md 4.6); for a control frame `send` holds only `qpn`, `ev` and `plane`.""")
 
 # --- Receive tracker (rtl/rx_tracker.py) ----------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Golden model of the sender reliability block (profile 2.1, 2.2, 4.4, 4.6 and 5).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the sender reliability block (docs/protocol.md 2.1, 2.2, 4.4, 4.6 and 5).
 
 The block keeps, per QP, the PSNs in flight (metadata only: the payload is fetched again for a
 retransmission), turns received SACKs and NACKs into acknowledgements, retransmission requests and
@@ -44,11 +45,11 @@ Rules (every choice the profile leaves open is fixed here):
 - Send record of a retransmission (``rtx`` = 1, ``flushed`` = 0): accepted for an outstanding PSN,
   not acknowledged, whose retransmission was requested (RETX_PENDING): its EV becomes the record's
   and it is IN_FLIGHT with a new deadline. Otherwise ignored (``send_stale``).
-- Flushed record (``flushed`` = 1, profile 4.6): for an outstanding PSN, not acknowledged, whose
+- Flushed record (``flushed`` = 1, docs/protocol.md 4.6): for an outstanding PSN, not acknowledged, whose
   latest copy used the record's EV and whose retransmission is not already requested: a
   retransmission is requested at once (cause FLUSHED, ``avoid_ev`` = that EV), no EV event, no
   retry charge. Otherwise ignored (``send_stale``).
-- SACK (profile 2.1, 5): dropped whole (``fb_bad``) when its ``cack_psn`` is at or beyond
+- SACK (docs/protocol.md 2.1, 5): dropped whole (``fb_bad``) when its ``cack_psn`` is at or beyond
   ``next_psn`` (a PSN never sent). Otherwise: ``m`` = SKIP_ONCE gives SKIP(QP, entropy); every
   outstanding PSN up to its ``cack_psn``, with its bitmap bit set, or equal to its trigger PSN
   (``pr`` = 0 only) is acknowledged (a ``cack_psn`` behind ours acknowledges nothing by itself);
@@ -60,7 +61,7 @@ Rules (every choice the profile leaves open is fixed here):
   same QP, EV (``entropy``) and outstanding ``probe_id``: ``m`` = NONE counts a clean answer (the
   third in a row gives RECOVERED(QP, EV) and frees the entry), anything else restarts the count;
   an answer matching no entry is counted ``probe_stale``.
-- NACK (profile 2.2): dropped whole (``fb_bad``) for an unknown reason or a PSN at or beyond
+- NACK (docs/protocol.md 2.2): dropped whole (``fb_bad``) for an unknown reason or a PSN at or beyond
   ``next_psn``. TRIMMED gives SKIP(QP, EV) in every other case. It acts only on an outstanding
   PSN not acknowledged: UNEXP_EVENT puts the QP in the error state; the other reasons act when
   the NACK's EV is the latest copy's and the PSN is IN_FLIGHT: TRIMMED and TRIMMED_LASTHOP request

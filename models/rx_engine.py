@@ -1,16 +1,17 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the NIC receive engine: the receive front, the receive tracker and direct
-placement composed as in ``rtl/rx_engine.py`` (profile sections 1, 2, 5 and 8).
+placement composed as in ``rtl/rx_engine.py`` (docs/protocol.md sections 1, 2, 5 and 8).
 
 Data flow, one frame at a time:
 
 1. :class:`models.rx_front.RxFrontModel` takes the frames ending on the plane ports and the merge
-   order (both reported by the RTL's ``decision_trace``, profile 8), judges each frame in the
-   order of profile section 5 and gives its ``RX_META`` record (data frames, trimmed ones too,
+   order (both reported by the RTL's ``decision_trace``, docs/protocol.md 8), judges each frame in the
+   order of docs/protocol.md section 5 and gives its ``RX_META`` record (data frames, trimmed ones too,
    and probes), its payload, a ``FEEDBACK_RECORD`` (received SACK or NACK) or a NACK
    NO_PKT_BUFFER control record (a data frame without buffer room).
 2. Each ``RX_META`` becomes one event of the receive tracker (:func:`rx_event`), in the same
    order. :class:`Trackers` holds one :class:`models.rx_tracker.RxTracker` per QP set up, applies
-   the 1.024 us ticks the RTL reports on each verdict (``RX_VERDICT.ticks``, profile 8) before the
+   the 1.024 us ticks the RTL reports on each verdict (``RX_VERDICT.ticks``, docs/protocol.md 8) before the
    event, and gives the verdict, the SACK, NACK or probe answer and the Write-with-Immediate
    completions.
 3. Each verdict becomes one :data:`models.records.PLACE_COMMAND` (:func:`place_command`): the

@@ -1,12 +1,13 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the NIC receive front: plane buffers, plane merge, parser and receive checks
-(profile sections 1, 2, 5 and 8). RTL: ``rtl/rx_front.py`` (``rtl/rx_plane_buffer.py``,
+(docs/protocol.md sections 1, 2, 5 and 8). RTL: ``rtl/rx_front.py`` (``rtl/rx_plane_buffer.py``,
 ``rtl/plane_merge.py``, ``rtl/rx_parser.py``); bench: ``tb/test_rx_front.py``.
 
 Frames (Ethernet without FCS, as bytes) arrive on N plane ports and go through:
 
 1. **Plane buffer** (:meth:`RxFrontModel.arrive`), per plane, in arrival order. Whether a frame
    found room depends on timing, so the caller gives the outcome the RTL reported on its trace
-   (profile 8): :data:`STORED` (kept whole), :data:`NO_BUFFER` (the receive frame buffer had no
+   (docs/protocol.md 8): :data:`STORED` (kept whole), :data:`NO_BUFFER` (the receive frame buffer had no
    room for the frame's body: only its headers were kept, so that the parser can NACK it),
    :data:`NO_ROOM` (not even a header slot was free: dropped, counted ``dropped_no_room``) or
    :data:`BAD` (``tuser[0]`` on its last beat: dropped, counted ``dropped_bad``). The model checks
@@ -15,7 +16,7 @@ Frames (Ethernet without FCS, as bytes) arrive on N plane ports and go through:
    caller gives the free words the RTL saw, the room rule itself (:func:`body_words_needed`).
 2. **Plane merge** (:meth:`RxFrontModel.merge`): whole frames leave the plane buffers in the order
    the RTL reports (round-robin in the RTL; an input here).
-3. **Parser and checks** (:meth:`RxFrontModel.judge`), in the order of profile section 5, each
+3. **Parser and checks** (:meth:`RxFrontModel.judge`), in the order of docs/protocol.md section 5, each
    failure dropped and counted under its reason (:data:`PARSER_COUNTERS`):
 
    - shape: :func:`models.packets.parse_frame` with the configured inner destination; its
@@ -27,7 +28,7 @@ Frames (Ethernet without FCS, as bytes) arrive on N plane ports and go through:
      NO_PKT_BUFFER control record (``no_buffer_data``), a control frame is dropped
      (``no_buffer_control``);
    - ICRC, for frames that are not trimmed (``icrc``). "Trimmed" is a data frame whose outer DSCP
-     is TRIMMED or TRIMMED_LASTHOP (profile 5); control frames are short, the switch keeps them
+     is TRIMMED or TRIMMED_LASTHOP (docs/protocol.md 5); control frames are short, the switch keeps them
      whole, so their ICRC is always checked (a trimmed probe too);
    - memory region: ``access_ok`` = the R_Key names a valid region (the first, lowest index, whose
      ``rkey`` matches) and [VA, VA + payload length) lies inside [base, base + length) (an empty
@@ -275,7 +276,7 @@ class RxFrontModel:
         return result
 
     def judge(self, frame, no_buffer=False):
-        """The checks of profile section 5 on one frame (``no_buffer``: only its headers were
+        """The checks of docs/protocol.md section 5 on one frame (``no_buffer``: only its headers were
         kept); changes no state."""
         try:
             parsed = parse_frame(frame, inner_dst=self.inner_dst)

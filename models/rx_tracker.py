@@ -1,4 +1,5 @@
-"""Golden model of the receive tracker: per-QP receive state, SACK policy (profile 2.1, 2.2, 5).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the receive tracker: per-QP receive state, SACK policy (docs/protocol.md 2.1, 2.2, 5).
 
 The tracker sees, per QP, every data packet that passed the receiver's shape, QP, buffer and ICRC
 checks (trimmed packets skip the ICRC check), every reliability probe and every 1.024 us tick. It
@@ -23,7 +24,7 @@ State of one QP (:class:`RxState`):
 - the Write-with-Immediate completions waiting for earlier PSNs (at most ``wimm_max``).
 - ``error``: the QP is in the error state.
 
-Decisions for a data packet, in the order of profile section 5 (the checks before the PSN window
+Decisions for a data packet, in the order of docs/protocol.md section 5 (the checks before the PSN window
 belong to the parser and the buffer):
 
 1. QP in error: dropped, nothing sent.
@@ -48,7 +49,7 @@ tick, a running timer counts; on its 2nd tick it fires a SACK whose trigger is t
 packet. So a packet waits between one and two tick periods. Any SACK (duplicate, probe answer and
 timer ones included) resets the count of 4 and stops the timer; NACKs do not.
 
-SACK fields (profile 2.1) are taken after the input's effect: ``cack_psn``; ``ack_psn_offset`` =
+SACK fields (docs/protocol.md 2.1) are taken after the input's effect: ``cack_psn``; ``ack_psn_offset`` =
 trigger PSN - cack_psn (signed 16; a duplicate more than 32768 PSNs behind reports -32768, still a
 PSN the sender already holds as received); entropy = the trigger's EV; ``m`` = SKIP_ONCE when the
 trigger was CE-marked (a probe: CE-marked or trimmed); ``mpr`` = MPR / 128; the bitmap covers the
@@ -154,7 +155,7 @@ class Arrival:
 
 @dataclass(frozen=True)
 class Probe:
-    """One reliability probe of the QP (profile 2.3)."""
+    """One reliability probe of the QP (docs/protocol.md 2.3)."""
     ev: int
     probe_id: int
     ecn: int = Ecn.ECT0
@@ -177,7 +178,7 @@ class Probe:
 
 @dataclass(frozen=True)
 class Sack:
-    """The fields of one SACK (SETH and CC_STATE, profile 2.1)."""
+    """The fields of one SACK (SETH and CC_STATE, docs/protocol.md 2.1)."""
     cack_psn: int
     ack_psn_offset: int
     sack_offset: int
@@ -229,7 +230,7 @@ class Sack:
 
 @dataclass(frozen=True)
 class Nack:
-    """One NACK (NETH, profile 2.2): the reason, the NACKed PSN and its EV."""
+    """One NACK (NETH, docs/protocol.md 2.2): the reason, the NACKed PSN and its EV."""
     reason: int
     psn: int
     ev: int

@@ -1,11 +1,12 @@
-"""Golden model of the segmenter with payload fetch (NIC transmit; profile 1.4, 1.5, 4.3, 5, 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the segmenter with payload fetch (NIC transmit; docs/protocol.md 1.4, 1.5, 4.3, 5, 8).
 
 Work requests (:data:`models.records.WORK_REQUEST`, RDMA Writes with an optional immediate) come in
 per QP; each is cut into PMTU packets, described by one :data:`models.records.TX_PACKET` record
 each and followed by its payload, read from host memory. The engine holds every work request
 until a RETIRE frees it, so any PSN sent can be rebuilt on a RETX_REQUEST, payload fetched again.
 
-Packets of a work request of ``length`` bytes (profile 1.4, 1.5):
+Packets of a work request of ``length`` bytes (docs/protocol.md 1.4, 1.5):
 
 - ``max(1, ceil(length / pmtu))`` packets (a 0-byte Write is one WRITE_ONLY(_IMM) packet of
   length 0), with consecutive 24-bit PSNs per QP, counted from the QP's configured start PSN;
@@ -21,7 +22,7 @@ Packets of a work request of ``length`` bytes (profile 1.4, 1.5):
   payload bytes (PMTU except in the last packet);
 - payload: ``length`` bytes from host memory at local address + offset.
 
-Sending (profile 4.3, 5): QPs with a packet ready are served round-robin (:func:`models.spray.
+Sending (docs/protocol.md 4.3, 5): QPs with a packet ready are served round-robin (:func:`models.spray.
 serve_qp`); inside a QP retransmissions go first, in the order they were requested. A new packet is
 ready when the QP holds an unsent packet and its PSN is below the QP's PSN limit (serial
 arithmetic, :func:`psn_before`); a QP's limit starts equal to its start PSN (closed) until a
@@ -48,7 +49,7 @@ Defined answers to bad input (each dropped one is counted; the RTL counts alike)
 - a RETIRE for a QP not below ``n_qps`` or not enabled, or whose ``req_id`` is not that of the QP's
   oldest held request, or whose oldest request still has unsent packets: dropped
   (``retire_drop``). Retires come in the order of the QP's requests (a Write completes when
-  cack_psn covers its last PSN, profile 5). A retire waits while its QP has a retransmission
+  cack_psn covers its last PSN, docs/protocol.md 5). A retire waits while its QP has a retransmission
   waiting, so that retransmission is still built from the request;
 - a PSN_LIMIT for a QP not below ``n_qps`` or not enabled: dropped (``limit_drop``); any other
   limit is taken as is (one behind the QP's next PSN simply stops it);
@@ -116,7 +117,7 @@ def packet_count(length, pmtu):
 
 
 def opcode_of(first, last, has_imm):
-    """The Write opcode of a packet (profile 1.4)."""
+    """The Write opcode of a packet (docs/protocol.md 1.4)."""
     if first and last:
         return Opcode.WRITE_ONLY_IMM if has_imm else Opcode.WRITE_ONLY
     if first:

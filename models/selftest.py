@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the FPGA loopback self-test (``rtl/selftest.py``): the frames it sends, the
 frames it expects back, the switch set-up it writes and the UART report line.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Golden model of the NIC self-test's host side (``rtl/pattern_memory.py``,
 ``rtl/wr_generator.py``, ``rtl/selftest_nic.py``): host memory made of a pattern, and the Write
 work requests an LFSR makes.

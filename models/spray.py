@@ -1,4 +1,5 @@
-"""Golden model of the per-QP EV table and the spray choice (profile sections 4.1-4.6).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the per-QP EV table and the spray choice (docs/protocol.md sections 4.1-4.6).
 
 The RTL spray scheduler and EV table are compared with this model decision by decision, so every
 decision is a pure function of (state, inputs): the state of one QP is an immutable :class:`QpSet`
@@ -10,7 +11,7 @@ up and with room in their port FIFO, a sequence of bools or a bit mask, bit p = 
 of one NIC's QPs, the plane up/down flags and the parameters, validates configuration loads as the
 hardware does, and calls the pure functions.
 
-State per QP and plane (profile 4.2, 4.3): A active slots (EV and state), a backup pool of B
+State per QP and plane (docs/protocol.md 4.2, 4.3): A active slots (EV and state), a backup pool of B
 entries, the rotation pointer and the 16-bit Galois LFSR (taps 0xB400, shift right); the mask is
 always the low log2(A) bits of the LFSR, so it starts as the seed's low bits. Per QP: the plane
 round-robin pointer. All pointers start at 0.
@@ -86,7 +87,7 @@ __all__ = [
     "DEFAULT_SLOTS", "DEFAULT_BACKUP", "DEFAULT_EV_MIN_ACTIVE", "DEFAULT_W_MAX", "DEFAULT_MPR",
 ]
 
-# EV layout (profile 4.1): EV[3:0] plane, EV[11:4] T1 index j, EV[31:12] salt.
+# EV layout (docs/protocol.md 4.1): EV[3:0] plane, EV[11:4] T1 index j, EV[31:12] salt.
 EV_PLANE_BITS = 4
 EV_T1_SHIFT = 4
 EV_T1_BITS = 8
@@ -108,7 +109,7 @@ DEFAULT_MPR = 1024
 
 
 class SlotState(IntEnum):
-    """State of one active slot (profile 4.2); the value is the 2-bit hardware encoding."""
+    """State of one active slot (docs/protocol.md 4.2); the value is the 2-bit hardware encoding."""
     GOOD = 0
     SKIP = 1
     ASSUMED_BAD = 2
@@ -132,7 +133,7 @@ class SlotState(IntEnum):
 # --- EVs and the LFSR -----------------------------------------------------------------------------
 
 def make_ev(plane, t1, salt=0):
-    """The EV of (plane, T1 index j, salt), profile 4.1."""
+    """The EV of (plane, T1 index j, salt), docs/protocol.md 4.1."""
     if not 0 <= plane < MAX_PLANES or not 0 <= t1 < MAX_T1 or not 0 <= salt < 1 << EV_SALT_BITS:
         raise ValueError(f"EV fields out of range: plane {plane}, t1 {t1}, salt {salt}")
     return plane | t1 << EV_T1_SHIFT | salt << EV_SALT_SHIFT
@@ -152,7 +153,7 @@ def ev_path(ev):
 
 
 def lfsr_step(state):
-    """One step of the 16-bit Galois LFSR of profile 4.3."""
+    """One step of the 16-bit Galois LFSR of docs/protocol.md 4.3."""
     lsb = state & 1
     state >>= 1
     if lsb:
@@ -404,7 +405,7 @@ class Serve(NamedTuple):
 
 
 def window_room(outstanding, w_max=DEFAULT_W_MAX, mpr=DEFAULT_MPR):
-    """True when a QP with ``outstanding`` PSNs in flight may send a new one (profile 5)."""
+    """True when a QP with ``outstanding`` PSNs in flight may send a new one (docs/protocol.md 5)."""
     return outstanding < min(w_max, mpr)
 
 
@@ -427,7 +428,7 @@ def serve_qp(pointer, retx_ready, new_ready, room):
 # --- The table of one NIC -------------------------------------------------------------------------
 
 class EvTable:
-    """The EV sets of one NIC's QPs (profile 4.2-4.6), with configuration checks as in hardware.
+    """The EV sets of one NIC's QPs (docs/protocol.md 4.2-4.6), with configuration checks as in hardware.
 
     Parameters: ``planes`` N (1..16), ``num_t1`` the configured number of T1s (1..256), ``slots``
     A (a power of two, 1..256, default 16), ``backup`` B (>= 0, default 8), ``ev_min_active`` the

@@ -1,4 +1,5 @@
-"""Golden model of the whole trimming switch (profile sections 3, 6, 7 and 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the whole trimming switch (docs/protocol.md sections 3, 6, 7 and 8).
 
 K ports, each an ingress and an egress. A frame (Ethernet without FCS, as bytes) goes through:
 
@@ -9,12 +10,12 @@ K ports, each an ingress and an egress. A frame (Ethernet without FCS, as bytes)
    kept in :attr:`SwitchModel.malformed` for tests): ``bad`` (the frame was flagged bad upstream,
    ``tuser[0]`` on its last beat), ``short`` (fewer than 54 bytes: no outer IPv6 header),
    ``oversize`` (more than ``max_frame`` bytes, the largest frame the queues are sized for) and
-   ``length`` (54 + the outer Payload Length is not the frame's length; profile 7: known only at
+   ``length`` (54 + the outer Payload Length is not the frame's length; docs/protocol.md 7: known only at
    the frame's end, so the RTL writes the frame and rolls its write pointer back). A frame that
    passes waits in its ingress FIFO.
 2. **Arbiter** (:meth:`SwitchModel.grant`): frames leave the ingress FIFOs in the order the RTL's
    arbiter reports (one ingress port per frame, round-robin in the RTL; the model takes the order
-   as an input, profile 8). Each goes through the uN stage (:class:`models.un_stage.UnStageModel`,
+   as an input, docs/protocol.md 8). Each goes through the uN stage (:class:`models.un_stage.UnStageModel`,
    one table for the switch): ``not_ipv6`` counts as ``dropped_malformed`` (sub-reason
    ``not_ipv6``), ``hop_limit`` as ``dropped_hop_limit``, a table miss and a route to a port number
    the switch does not have (K not a power of two) as ``dropped_no_route``, all charged to the
@@ -94,7 +95,7 @@ def _check_int(name, value, low, high=None):
 
 @dataclass(frozen=True)
 class SwitchConfig:
-    """Parameters of the switch (defaults of profile 7). ``fabric_facing`` and ``lfsr_seeds``
+    """Parameters of the switch (defaults of docs/protocol.md 7). ``fabric_facing`` and ``lfsr_seeds``
     give one value per port (None: every port fabric-facing, every seed the default);
     ``control_limit`` None means 2 x ``data_limit``."""
     ports: int = 4

@@ -1,4 +1,5 @@
-"""Golden model of one egress port of the trimming switch (profile sections 6 and 7).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of one egress port of the trimming switch (docs/protocol.md sections 6 and 7).
 
 Frames go in as bytes (Ethernet frames without FCS) with :meth:`EgressPort.enqueue`, and out as
 bytes with :meth:`EgressPort.dequeue`. The port holds two FIFO queues that count frame bytes:
@@ -10,7 +11,7 @@ bytes with :meth:`EgressPort.dequeue`. The port holds two FIFO queues that count
   trimmable;
 - frame bytes = 54 + the outer Payload Length. A frame shorter than 54 bytes, or whose length
   disagrees with it, is dropped and counted (``dropped_malformed``: the switch top attributes it
-  to the ingress port, profile 7);
+  to the ingress port, docs/protocol.md 7);
 - with ``q`` the bytes already in a queue, a frame fits when ``q + frame bytes <= limit``;
 - a trimmable frame that does not fit in the data queue is trimmed: its first ``trim_size`` bytes
   are kept (a frame not longer is kept whole), the outer and inner Payload Length and the UDP
@@ -60,7 +61,7 @@ TRIM_SIZE_DEFAULT = 256
 KMIN_DEFAULT = 2 * MAX_PMTU
 KMAX_DEFAULT = 6 * MAX_PMTU
 CONTROL_BURST = 16
-LFSR_TAPS = 0xB400             # x^16 + x^14 + x^13 + x^11 + 1 (profile 4.3)
+LFSR_TAPS = 0xB400             # x^16 + x^14 + x^13 + x^11 + 1 (docs/protocol.md 4.3)
 LFSR_SEED_DEFAULT = 0xACE1
 ECN_SCALE = 1 << 16
 FRAME_BYTES_BASE = INNER_OFFSET    # 54: Ethernet + outer IPv6, not in the outer Payload Length
@@ -93,7 +94,7 @@ class Verdict:
 
 
 def lfsr_step(state):
-    """One step of the 16-bit Galois LFSR of profile 4.3 (shift right, taps 0xB400)."""
+    """One step of the 16-bit Galois LFSR of docs/protocol.md 4.3 (shift right, taps 0xB400)."""
     lsb = state & 1
     state >>= 1
     return state ^ LFSR_TAPS if lsb else state
@@ -110,7 +111,7 @@ def ecn_threshold(q, kmin, kmax):
 
 
 def ecn_mark(q, r, kmin, kmax):
-    """The ECN rule of profile 7 for ``q`` bytes already queued and LFSR value ``r``."""
+    """The ECN rule of docs/protocol.md 7 for ``q`` bytes already queued and LFSR value ``r``."""
     return r < ecn_threshold(q, kmin, kmax)
 
 
@@ -163,7 +164,7 @@ def set_outer_ecn(frame, ecn):
 
 @dataclass(frozen=True)
 class PortConfig:
-    """Parameters of one egress port (defaults of profile 7). ``control_limit`` None means
+    """Parameters of one egress port (defaults of docs/protocol.md 7). ``control_limit`` None means
     2 x ``data_limit``."""
     fabric_facing: bool = True
     data_limit: int = DATA_LIMIT_DEFAULT

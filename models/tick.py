@@ -1,4 +1,5 @@
-"""Golden model of the shared tick generator (profile section 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the shared tick generator (docs/protocol.md section 8).
 
 Every microsecond quantity of the profile (SACK coalescing, timeouts, probe periods) counts ticks of
 1.024 us. One tick lasts ``clk_hz * 128 / 125_000_000`` clock cycles, which is rarely a whole

@@ -1,4 +1,5 @@
-"""Golden model of the NIC transmit engine (profile 1-5, 8): the block models composed.
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the NIC transmit engine (docs/protocol.md 1-5, 8): the block models composed.
 
     work requests -> segmenter (models/segmenter.py) -> TX_PACKET + payload
     TX_PACKET -> path building (models/tx_path.py) with the EV table's choice (models/spray.py)

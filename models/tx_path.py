@@ -1,11 +1,12 @@
-"""Golden model of path building and the control-frame path (NIC transmit; profile 1-4.5 and 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of path building and the control-frame path (NIC transmit; docs/protocol.md 1-4.5 and 8).
 
 Path building turns one data packet of the segmenter (a :data:`models.records.TX_PACKET`) and the
 spray choice made for it (:class:`models.spray.Choice`) into the :data:`TX_HEADER` record of the
 header inserter, the :data:`SEND_RECORD` for the reliability block and the :data:`PLANE_FRAME`
 record for the plane splitter. The control-frame path does the same for a
 :data:`CONTROL_RECORD` (SACK, NACK, probe answer or probe), which takes no spray choice: it goes
-on the plane and T1 of its own ``ev`` (profile 4.5).
+on the plane and T1 of its own ``ev`` (docs/protocol.md 4.5).
 
 Configuration (what the RTL holds in registers and a QP context memory):
 
@@ -15,7 +16,7 @@ Configuration (what the RTL holds in registers and a QP context memory):
 - per QP (:class:`QpContext`): the peer's QPN, host id, T0 index and host port (the downlink port
   of the peer's T0), and an enable bit.
 
-Header fields (profile 1.1-1.3, 2, 3, 4.1, 6):
+Header fields (docs/protocol.md 1.1-1.3, 2, 3, 4.1, 6):
 
 - Ethernet: ``src_mac[plane]`` -> ``dst_mac[plane]``;
 - outer IPv6: source ``fd00:0:<plane>::<own_host>`` (:func:`plane_address`), destination the uSID
@@ -88,14 +89,14 @@ def _check(name, value, limit):
 
 
 def plane_address(plane, host):
-    """The sender's address on ``plane``: ``fd00:0:<plane>::<host>`` (profile 1.1)."""
+    """The sender's address on ``plane``: ``fd00:0:<plane>::<host>`` (docs/protocol.md 1.1)."""
     _check("plane", plane, 1 << 16)
     _check("host", host, 1 << 32)
     return PLANE_PREFIX | plane << 80 | host
 
 
 def nic_address(host):
-    """A NIC's own address ``fd00:ffff::<host>`` (profile 1.2)."""
+    """A NIC's own address ``fd00:ffff::<host>`` (docs/protocol.md 1.2)."""
     _check("host", host, 1 << 32)
     return NIC_PREFIX | host
 
@@ -109,7 +110,7 @@ def drop_header(length):
 @dataclass(frozen=True)
 class QpContext:
     """One QP's context: the peer's QPN, host id, T0 index and host port (the downlink port of the
-    peer's T0). Own and peer T0 equal means both hosts sit under one T0 (profile 3)."""
+    peer's T0). Own and peer T0 equal means both hosts sit under one T0 (docs/protocol.md 3)."""
     peer_qpn: int
     peer_host: int
     peer_t0: int

@@ -1,10 +1,11 @@
-"""Golden model of the switch's uN shift-and-forward stage (``rtl/un_stage.py``, profile section 3).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Golden model of the switch's uN shift-and-forward stage (``rtl/un_stage.py``, docs/protocol.md section 3).
 
 A frame (Ethernet without FCS, as bytes) goes in; out comes either the frame with its outer
 IPv6 header rewritten (the destination shifted when the switch's own uSID is active, the Hop Limit
 decremented) and its egress port, or a drop reason. Every other byte passes unchanged: the outer
-Payload Length is not checked here (the switch's admission stage does that, profile section 7),
-and the ICRC does not cover the outer header (profile 1.6), so it stays valid.
+Payload Length is not checked here (the switch's admission stage does that, docs/protocol.md section 7),
+and the ICRC does not cover the outer header (docs/protocol.md 1.6), so it stays valid.
 
 Checks, in this order; the first that fails names the drop, each counted by its reason
 (:data:`REASONS`, also the counter names, with 'forwarded' for the frames that pass):
@@ -105,7 +106,7 @@ class UnStageModel:
         return self._routes.get(key)
 
     def clear_counter(self, name):
-        """A counter write clears it (profile section 8)."""
+        """A counter write clears it (docs/protocol.md section 8)."""
         if name not in self.counters:
             raise ValueError(f"no counter {name!r}; counters are {REASONS}")
         self.counters[name] = 0

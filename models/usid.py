@@ -1,4 +1,5 @@
-"""SRv6 uSID paths of the MRC profile (profile sections 3, 4.1 and 4.5): the golden model.
+# SPDX-License-Identifier: BSD-2-Clause
+"""SRv6 uSID paths of the MRC profile (docs/protocol.md sections 3, 4.1 and 4.5): the golden model.
 
 A uSID carrier is an IPv6 destination address in the F3216 format of RFC 9800 (NEXT-CSID):
 DA[127:96] is the locator block (default ``fd00:0200::/32``), DA[95:80] the active uSID and
@@ -33,7 +34,7 @@ __all__ = [
     "shift", "un_step", "parse_block",
 ]
 
-DEFAULT_BLOCK = 0xFD000200       # fd00:0200::/32, the locator block of profile section 3
+DEFAULT_BLOCK = 0xFD000200       # fd00:0200::/32, the locator block of docs/protocol.md section 3
 MAX_USIDS = 6                    # 128 bits = 32-bit block + six 16-bit uSIDs
 PLANES = 16                      # 4 plane bits
 INDEX_LIMIT = 1 << 10            # 10 index bits
@@ -137,7 +138,7 @@ def carrier_usids(da):
 
 
 def path_template(plane, t0_src, t1, t0_dst, host_port):
-    """The uSIDs of the path (profile section 3), every one on ``plane``.
+    """The uSIDs of the path (docs/protocol.md section 3), every one on ``plane``.
 
     Across T1 (``t0_src != t0_dst``): ``T0(t0_src) | T1(t1) | T0(t0_dst) | HOST(host_port)``.
     Under one T0 (``t0_src == t0_dst``): ``T0(t0_src) | HOST(host_port)``; ``t1`` is then ignored
@@ -156,7 +157,7 @@ def path_carrier(plane, t0_src, t1, t0_dst, host_port, block=DEFAULT_BLOCK):
 
 
 def ev_path(ev):
-    """``(plane, j)`` of a 32-bit EV (profile 4.1): plane = EV[3:0], T1 index j = EV[11:4]."""
+    """``(plane, j)`` of a 32-bit EV (docs/protocol.md 4.1): plane = EV[3:0], T1 index j = EV[11:4]."""
     _check_int("EV", ev, 1 << 32)
     return ev & 0xF, ev >> 4 & 0xFF
 
@@ -169,7 +170,7 @@ def ev_carrier(ev, t0_src, t0_dst, host_port, block=DEFAULT_BLOCK):
 
 
 def reverse_carrier(ev, own_t0, peer_t0, peer_port, block=DEFAULT_BLOCK):
-    """The carrier of a SACK, NACK or probe answer (profile 4.5) sent back to the peer that sent
+    """The carrier of a SACK, NACK or probe answer (docs/protocol.md 4.5) sent back to the peer that sent
     a packet on ``ev``: same plane, same T1 and same EV value, from under ``own_t0`` (the T0 above
     the answering NIC) to ``peer_port`` of ``peer_t0``:
     ``T0(own) | T1(j) | T0(peer) | HOST(peer port)``, or ``T0 | HOST(peer port)`` under one T0."""
@@ -189,7 +190,7 @@ def shift(da):
 
 
 def un_step(da, hop_limit, table, own_usid, own_block=DEFAULT_BLOCK):
-    """One switch (uN, profile section 3) handling a packet whose outer IPv6 header has
+    """One switch (uN, docs/protocol.md section 3) handling a packet whose outer IPv6 header has
     destination ``da`` and Hop Limit ``hop_limit`` on arrival.
 
     ``table`` maps 48-bit keys (block << 16 | uSID) to egress ports; ``own_usid`` and
@@ -205,7 +206,7 @@ def un_step(da, hop_limit, table, own_usid, own_block=DEFAULT_BLOCK):
 
     Precedence: the conformance vectors (vectors/usid.json) give 'hop_limit' for every Hop Limit
     of 1 (their tables hold the route) and 'no_route' for a miss at Hop Limit 64; no vector has
-    both. The Hop Limit is checked first because profile section 3 says "on arrival": it is a
+    both. The Hop Limit is checked first because docs/protocol.md section 3 says "on arrival": it is a
     property of the packet as received, decided before the switch consults its table (as an
     IPv6 router discards an expiring packet whatever its route). A packet that both expires and
     has no route therefore counts as 'hop_limit'.

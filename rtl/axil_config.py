@@ -1,4 +1,5 @@
-"""AXI4-Lite slave to configuration-port bridge (profile section 8: the NIC top bridges its
+# SPDX-License-Identifier: BSD-2-Clause
+"""AXI4-Lite slave to configuration-port bridge (docs/protocol.md section 8: the NIC top bridges its
 configuration ports to one AXI4-Lite slave; the switch top does the same).
 
 Golden model: ``models/axil_config.py``; bench: ``tb/test_axil_config.py``. ``rtl/axil_top.py``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Any block with a configuration port, with an AXI4-Lite slave at its Verilog boundary instead.
 
 Golden model: ``models/axil_config.py``; bench: ``tb/test_axil_config.py``.

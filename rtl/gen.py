@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """``make verilog``: Verilog of every top block with its default parameters, plus a filelist.
 
     python -m rtl.gen --out build/verilog [NAME ...]
@@ -17,11 +18,28 @@ import sys
 import traceback
 from pathlib import Path
 
-from tb.common.runner import write_verilog
+from amaranth.back import verilog
 
-__all__ = ["TOPS", "top", "generate", "main"]
+__all__ = ["TOPS", "top", "generate", "main", "write_verilog", "LICENCE_NOTICE"]
 
 FILELIST = "files.f"
+
+# The head of every generated Verilog file (the project's licence, LICENSE at the repository root).
+LICENCE_NOTICE = """\
+// SPDX-License-Identifier: BSD-2-Clause
+// Generated from the MRC hardware project (Amaranth); licensed under the BSD 2-Clause License,
+// see LICENSE in the project's repository. Do not edit: regenerate with `make verilog`.
+"""
+
+
+def write_verilog(component, toplevel, path):
+    """Convert ``component`` to Verilog with top module ``toplevel`` into ``path`` (folders are
+    made), headed by :data:`LICENCE_NOTICE`; returns the file path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(component, name=toplevel, emit_src=False)
+    path.write_text(LICENCE_NOTICE + text)
+    return path
 
 
 def top(module, cls, **params):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The MRC header inserter (NIC transmit side): header record + payload stream -> complete frame."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -18,13 +19,13 @@ __all__ = ["HeaderInserter"]
 
 
 class HeaderInserter(wiring.Component):
-    """Builds one frame of profile sections 1-2 per header record, at one beat per cycle.
+    """Builds one frame of docs/protocol.md sections 1-2 per header record, at one beat per cycle.
 
     The output frame is exactly :func:`models.packets.build_frame` of the record and its payload:
     the headers (derived fields as there: EtherType, versions, next headers, the three length
     fields, inner Traffic Class and Flow Label copied from the outer ones, inner Hop Limit 64, UDP
     port 4791 and checksum 0, P_Key 0xFFFF, PadCnt), the payload realigned after them, zero pad to
-    a multiple of 4 and the ICRC of profile 1.6. :class:`models.header_inserter.HeaderInserterModel`
+    a multiple of 4 and the ICRC of docs/protocol.md 1.6. :class:`models.header_inserter.HeaderInserterModel`
     is the golden model, bad input included.
 
     Parameters
@@ -59,7 +60,7 @@ class HeaderInserter(wiring.Component):
         0x01  bad_frames_out  frames emitted with tuser[0] = 1
         0x02  bytes_out       frame bytes emitted, ICRC included
         0x03  records_in      header records accepted
-        0x04  drop_opcode     records dropped: opcode not one of profile 1.4's nine
+        0x04  drop_opcode     records dropped: opcode not one of docs/protocol.md 1.4's nine
         0x05  drop_ctrl_len   records dropped: SACK, NACK or probe with length > 0
         0x06  drop_oversize   records dropped: length > max_payload
         0x07  short_payload   frames whose packet ended before ``length`` bytes (zero-filled)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A fault-injectable link for the RTL fabric: cut, loss, delay and rate set at run time.
 
 Golden model: ``models/link.py``; bench: ``tb/test_link.py``.
@@ -29,7 +30,7 @@ MAX_USER_WIDTH = 64
 
 
 def _lfsr_next(state):
-    """One step of the Galois LFSR of profile 4.3 (shift right, taps 0xB400)."""
+    """One step of the Galois LFSR of docs/protocol.md 4.3 (shift right, taps 0xB400)."""
     return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
 
 
@@ -44,7 +45,7 @@ class Link(wiring.Component):
     whole, so no frame is ever truncated or merged with another. In order:
 
     - ``up`` = 0 (cut): the frame is dropped (``frames_cut``);
-    - the link's 16-bit Galois LFSR (profile 4.3, taps 0xB400) steps once at every frame start,
+    - the link's 16-bit Galois LFSR (docs/protocol.md 4.3, taps 0xB400) steps once at every frame start,
       whatever the decision, and ``r`` is its new value: ``r < loss`` drops the frame
       (``frames_lost``);
     - otherwise the frame passes, each beat with the ``delay`` and ``rate`` of the frame's start.

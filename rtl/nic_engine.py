@@ -1,6 +1,7 @@
-"""The NIC engine top (issue 5, profile 2, 4, 5 and 8): the transmit engine, the receive engine,
+# SPDX-License-Identifier: BSD-2-Clause
+"""The NIC engine top (issue 5, docs/protocol.md 2, 4, 5 and 8): the transmit engine, the receive engine,
 the sender reliability block and the tick generator joined into one component with the host-side
-interfaces of profile section 8."""
+interfaces of docs/protocol.md section 8."""
 
 from types import SimpleNamespace
 
@@ -172,9 +173,9 @@ class NicEngine(wiring.Component):
     ``m_axis<p>_tdata/tkeep/tlast/tvalid/tready/tuser``: plane port p out (W bits).
     ``s<p>_axis_tdata/tkeep/tlast/tvalid/tuser``: plane port p in (W bits, no ``tready``: a link
     is never backpressured).
-    ``plane_down`` (N, in): links down (profile 4.6); ``plane_up`` (N, out).
+    ``plane_down`` (N, in): links down (docs/protocol.md 4.6); ``plane_up`` (N, out).
     ``tick_count`` (32, out): the shared tick count.
-    Traces (profile 8; each ``tvalid`` = 1 in the cycle of the event, never waiting):
+    Traces (docs/protocol.md 8; each ``tvalid`` = 1 in the cycle of the event, never waiting):
     ``trace_rel_tdata/tvalid``: every :data:`models.reliability.TRACE` record of the reliability
     block (the order in which it took inputs and applied ticks); ``tap_<name>_tdata/tvalid``
     for each stream of :data:`RELIABILITY_TAPS` (its inputs and outputs at their handshakes), so

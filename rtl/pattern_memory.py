@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Host memory without block RAM for the NIC self-test: an AXI4 slave whose read data is a pure
 function of the address and whose writes are checked against the same function; golden model
 ``models/selftest_nic.py``."""

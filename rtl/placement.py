@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Direct placement (NIC receive side): payload packets written to host memory through an AXI4
 write master; golden model ``models/placement.py``."""
 

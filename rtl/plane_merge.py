@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The NIC receive plane merge: N plane ports, each with its receive frame buffer
 (``rtl/rx_plane_buffer.py``), merged frame by frame, round-robin, into the core of C bits per cycle
-(profile sections 5 and 8). Golden model: the order it reports is an input of
+(docs/protocol.md sections 5 and 8). Golden model: the order it reports is an input of
 ``models/rx_front.py`` (:meth:`RxFrontModel.merge`); bench: ``tb/test_rx_front.py``."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -22,7 +23,7 @@ def plane_bits(n_planes):
 
 
 def trace_layout(n_planes, free_bits):
-    """The merge's trace (profile 8): what it decided on timing, sampled every cycle."""
+    """The merge's trace (docs/protocol.md 8): what it decided on timing, sampled every cycle."""
     return data.StructLayout({
         "arrive": n_planes,                 # bit p: a frame ended on plane p
         "outcome": 2 * n_planes,            # its plane outcome (models.rx_front codes), 2 bits each

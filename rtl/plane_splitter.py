@@ -1,4 +1,5 @@
-"""The plane splitter (NIC transmit; profile 4.6, 8): core frames to N plane ports through a FIFO
+# SPDX-License-Identifier: BSD-2-Clause
+"""The plane splitter (NIC transmit; docs/protocol.md 4.6, 8): core frames to N plane ports through a FIFO
 per plane, with the plane-down flush; golden model ``models/plane_splitter.py``."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -39,8 +40,8 @@ def plane_counter_addr(plane, name):
 
 
 class PlaneSplitter(wiring.Component):
-    """Sends each core frame out of its plane's port (profile 8: the core is N x W bits, a port W
-    bits), through a FIFO per plane in block RAM, and flushes a plane that goes down (profile 4.6).
+    """Sends each core frame out of its plane's port (docs/protocol.md 8: the core is N x W bits, a port W
+    bits), through a FIFO per plane in block RAM, and flushes a plane that goes down (docs/protocol.md 4.6).
     Equal to :class:`models.plane_splitter.PlaneSplitterModel`, whose docstring fixes which frames
     are sent and which flushed, and the answer to bad input.
 

@@ -1,4 +1,5 @@
-"""The sender reliability block (profile 2.1, 2.2, 4.4, 4.6, 5); golden model
+# SPDX-License-Identifier: BSD-2-Clause
+"""The sender reliability block (docs/protocol.md 2.1, 2.2, 4.4, 4.6, 5); golden model
 ``models/reliability.py``."""
 
 from types import SimpleNamespace
@@ -113,7 +114,7 @@ class Reliability(wiring.Component):
     Trace. ``m_trace`` carries one :data:`models.reliability.TRACE` record per input taken
     (source, ``now``) and one per tick applied (source TICK, the new ``now``), in processing
     order: the model fed the same inputs in that order (``Reliability.apply``) produces the same
-    records on every output stream (profile section 8). Connect it to a sink that is always
+    records on every output stream (docs/protocol.md section 8). Connect it to a sink that is always
     ready if unused (the engine waits for the trace register like for any output).
 
     Latency and throughput (outputs ready): an input is taken in cycle t (its trace record and
@@ -546,7 +547,7 @@ class Reliability(wiring.Component):
                 is_sack = rec.opcode == Opcode.SACK
                 is_nack = rec.opcode == Opcode.NACK
 
-                # SACK decode (profile 2.1, 5): in the QP's PSN order from cack_psn + 1 ("rel").
+                # SACK decode (docs/protocol.md 2.1, 5): in the QP's PSN order from cack_psn + 1 ("rel").
                 s_cack = field(SETH, ext, "cack_psn")
                 s_m = field(SETH, ext, "m")
                 s_pr = field(SETH, ext, "pr")
@@ -601,7 +602,7 @@ class Reliability(wiring.Component):
                 m_count = Array(p_count)[m_idx]
                 recovered = s_pr & m_any & clean & (m_count == CLEAN_ANSWERS - 1)
 
-                # NACK decode (profile 2.2).
+                # NACK decode (docs/protocol.md 2.2).
                 n_reason = field(NETH, ext, "nack_reason")
                 n_psn = field(NETH, ext, "nack_psn")
                 n_ev = field(NETH, ext, "entropy")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The NIC receive engine: receive front -> receive tracker -> direct placement, with one
 configuration port and an AXI4 write master to host memory; golden model
 ``models/rx_engine.py``."""
@@ -43,7 +44,7 @@ _EVENT_FIELDS = ("qpn", "opcode", "psn", "ev", "dscp", "ecn", "ackreq", "rtx", "
 
 class RxEngine(wiring.Component):
     """The receive engine of the NIC: :class:`rtl.rx_front.RxFront` (plane buffers with the
-    ICRC, plane merge, parser and the checks of profile section 5), :class:`rtl.rx_tracker.
+    ICRC, plane merge, parser and the checks of docs/protocol.md section 5), :class:`rtl.rx_tracker.
     RxTracker` (per-QP receive state, SACK/NACK/probe answers, Write-with-Immediate completions)
     and :class:`rtl.placement.Placement` (AXI4 write master), joined as
     :class:`models.rx_engine.RxEngineModel` composes their models.
@@ -83,7 +84,7 @@ class RxEngine(wiring.Component):
     ``m_axi_aw*/w*/b*``: AXI4 write master to host memory (:class:`rtl.placement.Placement`).
     ``decision_trace``: the front's trace (frame ends with their plane outcomes, merge grants).
     ``trace_verdict``, ``trace_verdict_valid``: each verdict (:data:`models.records.RX_VERDICT`,
-    with the ticks the tracker applied before it) in the cycle it is taken (profile 8: a model
+    with the ticks the tracker applied before it) in the cycle it is taken (docs/protocol.md 8: a model
     fed the front's trace and these ticks decides the same).
     ``cfg_addr`` (16 bits) ``/cfg_wdata/cfg_we/cfg_rdata``: one configuration port reaching every
     block (read latency 1): ``cfg_addr[15:12]`` selects the block and the low bits are its own

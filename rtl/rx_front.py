@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The NIC receive front: N plane ports, their receive frame buffers (store and forward with the
-ICRC), the plane merge into the core, the parser and the receive checks of profile section 5, and
-one configuration port (profile sections 1, 2, 5 and 8).
+ICRC), the plane merge into the core, the parser and the receive checks of docs/protocol.md section 5, and
+one configuration port (docs/protocol.md sections 1, 2, 5 and 8).
 
 Golden model: ``models/rx_front.py``; bench: ``tb/test_rx_front.py``.
 """
@@ -58,7 +59,7 @@ class RxFront(wiring.Component):
     room for its body keeps its header slot only, a frame finding no free slot or flagged bad is
     dropped and counted). The merge (:class:`rtl.plane_merge.PlaneMerge`) takes whole frames
     round-robin into the core of ``C = W x N`` bits (N rounded up to a power of two), and the
-    parser (:class:`rtl.rx_parser.RxParser`) judges each one in the order of profile section 5
+    parser (:class:`rtl.rx_parser.RxParser`) judges each one in the order of docs/protocol.md section 5
     and emits the records. Golden model: :class:`models.rx_front.RxFrontModel`, which takes the
     plane outcomes and the merge order from ``decision_trace``.
 

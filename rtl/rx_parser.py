@@ -1,4 +1,5 @@
-"""The NIC receive parser: checks of profile section 5 on the merged core stream, one ``rx_meta``
+# SPDX-License-Identifier: BSD-2-Clause
+"""The NIC receive parser: checks of docs/protocol.md section 5 on the merged core stream, one ``rx_meta``
 record per frame that passes, payloads realigned, received SACKs and NACKs as feedback records,
 NACK NO_PKT_BUFFER for data frames without buffer room.
 
@@ -37,9 +38,9 @@ assert list(layouts.DATA_OPCODES) == list(range(_DATA_FIRST, _DATA_LAST + 1))
 
 
 class RxParser(wiring.Component):
-    """Parser and receive checks of the merged core stream (profile section 5).
+    """Parser and receive checks of the merged core stream (docs/protocol.md section 5).
 
-    Every frame is judged in the order of profile 5 (:meth:`models.rx_front.RxFrontModel.judge`):
+    Every frame is judged in the order of docs/protocol.md 5 (:meth:`models.rx_front.RxFrontModel.judge`):
     the shape checks of :func:`models.packets.parse_frame` (``short``, ``ethertype``,
     ``next_header``, ``length``, ``inner_dst``, ``udp_port``, ``tver``, ``pkey``, ``opcode``,
     ``trimmed_short``), QP known (``qp_enable``), buffer room (a ``no_buffer`` data frame gives a

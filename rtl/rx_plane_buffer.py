@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One plane of the NIC receive front: the receive frame buffer of a plane port, never
-backpressured, store and forward with the ICRC computed on the fly (profile sections 1.6, 5 and 8).
+backpressured, store and forward with the ICRC computed on the fly (docs/protocol.md sections 1.6, 5 and 8).
 
 Golden model: ``models/rx_front.py`` (:meth:`RxFrontModel.arrive`); bench: ``tb/test_rx_front.py``
 (through ``rtl/rx_front.py``).
@@ -94,7 +95,7 @@ class RxPlaneBuffer(wiring.Component):
     (``tuser[0]`` on its last beat) is dropped (``BAD``): its body words are given back and its
     slot is not used. Nothing is ever written over a word not yet read.
 
-    ICRC: the CRC-32 of profile 1.6 runs at W bits per beat over every byte from 54 to the end
+    ICRC: the CRC-32 of docs/protocol.md 1.6 runs at W bits per beat over every byte from 54 to the end
     (the ICRC included; bytes before 54 zeroed and folded into the seed, the masked fields forced
     to ones, the lanes after the last byte zeroed and undone), and the frame's ICRC is good when
     the register then holds :data:`ICRC_RESIDUE`. The verdict is known ``ICRC_LATENCY`` cycles
@@ -115,7 +116,7 @@ class RxPlaneBuffer(wiring.Component):
     -----
     ``clk``, ``rst``: clock, synchronous active-high reset.
     ``s_axis_tdata/tkeep/tlast/tvalid/tuser``: the plane port. No ``tready``: the port never
-    backpressures its link (profile 8). ``tkeep`` matters on the last beat only (contiguous from
+    backpressures its link (docs/protocol.md 8). ``tkeep`` matters on the last beat only (contiguous from
     lane 0); ``tuser[0]`` on the last beat flags the frame bad.
     ``f_valid``, ``f_length``, ``f_words``, ``f_no_buffer``, ``f_truncated``, ``f_icrc_ok``,
     ``f_take``: the oldest frame held: its length in bytes (saturating at 2^17 - 1), its words
@@ -323,7 +324,7 @@ class RxPlaneBuffer(wiring.Component):
                 with m.If(write & ~in_head):
                     m.d.sync += body_written.eq(body_written + 1)
 
-        # --- ICRC on the fly (profile 1.6): check against the CRC residue ---------------------
+        # --- ICRC on the fly (docs/protocol.md 1.6): check against the CRC residue ---------------------
         mask_last = max(layouts.ICRC_START - 1,
                         *((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS))
         mask_beats = mask_last // lanes + 1

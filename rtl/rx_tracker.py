@@ -1,4 +1,5 @@
-"""The receive tracker (profile 2.1, 2.2, 5): per-QP receive state, SACK/NACK decisions and
+# SPDX-License-Identifier: BSD-2-Clause
+"""The receive tracker (docs/protocol.md 2.1, 2.2, 5): per-QP receive state, SACK/NACK decisions and
 Write-with-Immediate completions; golden model ``models/rx_tracker.py``."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -142,7 +143,7 @@ class RxTracker(wiring.Component):
     timer fires (lowest QP first) gets a SACK triggered by its last accepted packet, emitted by
     the output stage before any later event's output. The verdict of each event reports in
     ``ticks`` how many ticks were applied since the previous verdict (saturated at 3), so a model
-    fed the events and those ticks in the same order decides the same (profile section 8).
+    fed the events and those ticks in the same order decides the same (docs/protocol.md section 8).
 
     Parameters
     ----------

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The segmenter with payload fetch (NIC transmit side); golden model ``models/segmenter.py``."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal

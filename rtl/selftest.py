@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """The portable FPGA self-test core: frames made from an LFSR, sent through the trimming switch
 and looped back, compared with the same frames made again (``fpga/README.md``)."""
 

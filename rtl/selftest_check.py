@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The self-test's checker: compares every received frame with the expected one, beat by beat."""
 
 from amaranth.hdl import Cat, Module, Signal

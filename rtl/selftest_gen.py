@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The self-test's frame source: header records and payloads made from a xorshift64 sequence."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

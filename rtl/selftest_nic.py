@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """The FPGA self-test with a real NIC engine (issue 7, item 2): Write work requests from an
 LFSR -> one NIC engine -> a trimming switch -> the same NIC -> host memory that checks every
 placed byte (``fpga/README.md``)."""

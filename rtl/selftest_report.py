@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The self-test's periodic text report: counters as hexadecimal and a status word, on a UART."""
 
 import re

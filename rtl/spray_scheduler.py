@@ -1,4 +1,5 @@
-"""The per-QP EV table and spray scheduler (profile 4.2-4.4); golden model ``models/spray.py``."""
+# SPDX-License-Identifier: BSD-2-Clause
+"""The per-QP EV table and spray scheduler (docs/protocol.md 4.2-4.4); golden model ``models/spray.py``."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -119,12 +120,12 @@ def _pick(vec, index, count, width):
 
 
 def _lfsr_next(state):
-    """One step of the Galois LFSR of profile 4.3 (shift right, taps 0xB400)."""
+    """One step of the Galois LFSR of docs/protocol.md 4.3 (shift right, taps 0xB400)."""
     return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
 
 
 class SprayScheduler(wiring.Component):
-    """Per-QP EV table and spray scheduler (profile 4.2-4.4), decision by decision equal to
+    """Per-QP EV table and spray scheduler (docs/protocol.md 4.2-4.4), decision by decision equal to
     ``models/spray.py`` (the choices it documents where the profile leaves room).
 
     State: per QP and plane, A active slots (EV and 2-bit state), a backup pool of B entries, the
@@ -376,7 +377,7 @@ class SprayScheduler(wiring.Component):
         with m.Elif(c_adv):
             m.d.sync += c_valid.eq(0)
 
-        # The decision (profile 4.3), every plane of the QP in parallel.
+        # The decision (docs/protocol.md 4.3), every plane of the QP in parallel.
         has, pos, new_st, new_ptr, step = [], [], [], [], []
         cur_lfsr = []
         c_st_row, c_ptr_row = Signal(npl * 2 * A), Signal(npl * pw)

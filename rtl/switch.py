@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The trimming switch: K ingress ports, an input arbiter into a core of at least K x W bits per
 cycle, the uN stage and route table, per-egress admission, trimming, ECN and two queues in block
-RAM, counters behind one configuration port (profile sections 3, 6, 7 and 8).
+RAM, counters behind one configuration port (docs/protocol.md sections 3, 6, 7 and 8).
 
 Golden model: ``models/switch.py``; bench: ``tb/test_switch.py``.
 """
@@ -93,7 +94,7 @@ def decode_trace(value, ports):
 
 
 class Switch(wiring.Component):
-    """The trimming switch of profile section 7: K ports of W bits.
+    """The trimming switch of docs/protocol.md section 7: K ports of W bits.
 
     Data path: ingress port i (:class:`rtl.switch_ingress.SwitchIngress`) packs its link's beats
     into core words of C bits and stores whole frames (frames that overflow its FIFO, flagged bad,
@@ -139,12 +140,12 @@ class Switch(wiring.Component):
     -----
     ``clk``, ``rst``: clock, synchronous active-high reset.
     ``s<i>_axis_tdata/tkeep/tlast/tvalid/tuser``, i < K: ingress i. No ``tready``: an ingress
-    never backpressures its link (profile 7); ``tuser[0]`` on a last beat flags the frame bad.
+    never backpressures its link (docs/protocol.md 7); ``tuser[0]`` on a last beat flags the frame bad.
     ``m<i>_axis_tdata/tkeep/tlast/tvalid/tready``: egress i.
     ``cfg_addr/cfg_wdata/cfg_we/cfg_rdata``: the configuration port (``rtl/common/config.py``:
     read latency one cycle, unmapped words read 0, counters 32-bit, cleared when written).
     ``decision_trace``: the decisions that depend on timing (:func:`trace_layout`), for the
-    golden model (profile 8): frame ends and overflow drops per ingress, the arbiter's grants, the
+    golden model (docs/protocol.md 8): frame ends and overflow drops per ingress, the arbiter's grants, the
     admissions and the dequeues per egress. It has no handshake: sample it every cycle.
 
     Configuration map (word addresses; p = port number, r = p's base ``0x8000 + 0x40 p``)

@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The trimming switch's input arbiter: whole frames from K ingress FIFOs, round-robin, into one
-core stream of C bits per cycle (profile section 7). Golden model: the order it reports is an
+core stream of C bits per cycle (docs/protocol.md section 7). Golden model: the order it reports is an
 input of ``models/switch.py`` (:meth:`SwitchModel.grant`); bench: ``tb/test_switch.py``."""
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -20,7 +21,7 @@ class SwitchArbiter(wiring.Component):
     order starting after the last one granted, takes its frame (``f_take[i]``) and reads its
     ``ceil(bytes / (C/8))`` words one per cycle (``rd_en[i]``; the word is on ``rd_data[i]`` the
     next cycle). The grant (``grant``, ``grant_port``) is reported in its cycle: the trace that
-    tells the golden model the order of frames into the core (profile 8).
+    tells the golden model the order of frames into the core (docs/protocol.md 8).
 
     Parameters
     ----------

@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One egress port of the trimming switch: classification, admission, trimming, ECN, the data and
-control queues in block RAM, dequeue with anti-starvation, port down (profile sections 6 and 7).
+control queues in block RAM, dequeue with anti-starvation, port down (docs/protocol.md sections 6 and 7).
 
 Golden model: ``models/switch_queue.py`` (:class:`EgressPort`), inside ``models/switch.py``;
 bench: ``tb/test_switch.py`` (through the switch top).
@@ -40,7 +41,7 @@ def descriptor_depth(limit):
 
 
 def _lfsr_step(state):
-    """The Galois LFSR step of profile 4.3 on a 16-bit Value."""
+    """The Galois LFSR step of docs/protocol.md 4.3 on a 16-bit Value."""
     shifted = state >> 1
     return Mux(state[0], shifted ^ LFSR_TAPS, shifted)
 

@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One ingress port of the trimming switch: never backpressured, store and forward, length checks
-(profile section 7). Golden model: ``models/switch.py`` (:meth:`SwitchModel.arrive`); bench:
+(docs/protocol.md section 7). Golden model: ``models/switch.py`` (:meth:`SwitchModel.arrive`); bench:
 ``tb/test_switch.py`` (through the switch top)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -47,7 +48,7 @@ class SwitchIngress(wiring.Component):
     -----
     ``clk``, ``rst``: clock, synchronous active-high reset.
     ``s_axis_tdata/tkeep/tlast/tvalid/tuser``: the link. No ``tready``: the port never
-    backpressures (profile 7). ``tkeep`` matters on the last beat only (its set lanes are
+    backpressures (docs/protocol.md 7). ``tkeep`` matters on the last beat only (its set lanes are
     counted), ``tuser[0]`` on the last beat flags the frame bad.
     ``f_valid``, ``f_bytes``, ``f_take``: the oldest whole frame's length in bytes, valid while
     ``f_valid``; ``f_take`` removes it (the arbiter then reads its words).

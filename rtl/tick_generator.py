@@ -1,4 +1,5 @@
-"""The shared 1.024 us tick generator (profile section 8)."""
+# SPDX-License-Identifier: BSD-2-Clause
+"""The shared 1.024 us tick generator (docs/protocol.md section 8)."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring

@@ -1,4 +1,5 @@
-"""The NIC transmit engine (profile 1-5, 8): segmenter -> path building with the EV table and spray
+# SPDX-License-Identifier: BSD-2-Clause
+"""The NIC transmit engine (docs/protocol.md 1-5, 8): segmenter -> path building with the EV table and spray
 scheduler -> header inserter -> plane splitter; golden model ``models/tx_engine.py``."""
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
@@ -95,7 +96,7 @@ class TxEngine(wiring.Component):
     ``tick_count`` (32, in): the NIC's tick counter (``rtl.tick_generator``), into send records.
     ``trace_req_tdata/tvalid``, ``trace_ans_tdata/tvalid``: every SPRAY_REQUEST and SPRAY_ANSWER
     handshake between path building and the scheduler (``tvalid`` = 1 in the cycle of the
-    handshake): the inputs each choice was made from (profile 8), for the bench and for debug.
+    handshake): the inputs each choice was made from (docs/protocol.md 8), for the bench and for debug.
     ``cfg_addr`` (23 bits) ``/cfg_wdata/cfg_we/cfg_rdata``: configuration port, read latency 1.
     ``clk``, ``rst``: the ``sync`` domain.
 

@@ -1,4 +1,5 @@
-"""Path building and the control-frame path (NIC transmit; profile 1-4.5, 8); golden model
+# SPDX-License-Identifier: BSD-2-Clause
+"""Path building and the control-frame path (NIC transmit; docs/protocol.md 1-4.5, 8); golden model
 ``models/tx_path.py``."""
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -66,7 +67,7 @@ class _InnerPort:
 
 
 def _usid(plane, role, index):
-    """A 16-bit uSID (profile 3): plane in bits 15..12, role 11..10, index 9..0."""
+    """A 16-bit uSID (docs/protocol.md 3): plane in bits 15..12, role 11..10, index 9..0."""
     return Cat(index, Const(0, 10 - len(index)), Const(role, 2), plane[:4])
 
 
@@ -74,7 +75,7 @@ class TxPath(wiring.Component):
     """Path building and the control-frame path: each data packet of the segmenter takes a spray
     choice and leaves as a TX_HEADER for the header inserter, a SEND_RECORD for the reliability
     block and a PLANE_FRAME record for the plane splitter; each control record leaves as a
-    TX_HEADER and a PLANE_FRAME record on the plane and T1 of its own EV (profile 4.5), ahead of
+    TX_HEADER and a PLANE_FRAME record on the plane and T1 of its own EV (docs/protocol.md 4.5), ahead of
     data. Record by record equal to :class:`models.tx_path.TxPathModel`, whose docstring fixes the
     header fields and the defined answer to every bad input.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A UART transmitter (8 data bits, no parity, 1 stop bit) for the self-test's text report."""
 
 from amaranth.hdl import Cat, Const, Module, Signal

@@ -1,4 +1,5 @@
-"""The switch's uN shift-and-forward stage (profile section 3).
+# SPDX-License-Identifier: BSD-2-Clause
+"""The switch's uN shift-and-forward stage (docs/protocol.md section 3).
 
 Golden model: ``models/un_stage.py``; bench: ``tb/test_un_stage.py``.
 """
@@ -39,7 +40,7 @@ _SHIFT_BYTES = 12                           # DA[95:0] is rewritten by a shift
 
 
 class UnStage(wiring.Component):
-    """uN shift-and-forward stage of one switch ingress (profile section 3).
+    """uN shift-and-forward stage of one switch ingress (docs/protocol.md section 3).
 
     Every frame is checked, in this order (the first failure drops the frame, which is consumed
     without output and counted by its reason; see ``models/un_stage.py``): ``short`` (fewer than
@@ -96,7 +97,7 @@ class UnStage(wiring.Component):
     ========================  ====  =============================================================
 
     Counters count a frame when its decision is made (before its output). The table is static
-    (profile section 3): a write takes effect for frames whose header completes at least three
+    (docs/protocol.md section 3): a write takes effect for frames whose header completes at least three
     cycles after it.
 
     Latency and throughput

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The NIC self-test's work-request generator: Write work requests from a xorshift64 sequence,
 a bounded number outstanding, completions counted and checked; golden model
 ``models/selftest_nic.py``."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Source this file (bash) to get the project's tool environment in a shell:
 #   source scripts/env.sh
 # The Makefile runs every recipe through it, so it is the one place that sets these.

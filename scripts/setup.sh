@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Idempotent set-up of everything the project needs, on a fresh Debian 12 machine as root:
 #  1. Debian packages, installed only when missing;
 #  2. a virtual environment (.venv) holding the exact pins of pyproject.toml, reinstalled only when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Run a fabric scenario on the fabric model with frame taps, and write what people look at.
 
     python -m sim.model_run sim/scenarios/link_down.yaml [--out build/sim-out/link_down]

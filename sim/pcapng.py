@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A small pcapng writer for the frames of a fabric run (model or RTL), pure Python.
 
 One file is one section: a Section Header Block, then an Interface Description Block per

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Goodput plots of fabric runs (the fabric model's now, the RTL fabric's later): a PNG of
 goodput against time with each fault and heal marked.
 

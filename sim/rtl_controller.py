@@ -1,10 +1,11 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The cocotb-side controller of the RTL fabric (``sim/rtl_fabric.py``): configures every switch,
 link and NIC through the one AXI4-Lite slave (cocotbext-axi ``AxiLiteMaster``) from the
 :class:`models.fabric_topology.Topology`, runs each host (memory, work requests, completions),
 checks the receivers' memory and applies link faults (cut, heal, loss, slow) by writing the
 links' registers.
 
-NIC set-up is :func:`tb.nic_setup.configure_nic`, the two-NIC bench's (``tb/test_nic_engine.py``):
+NIC set-up is :func:`verif.nic_setup.configure_nic`, the two-NIC bench's (``tb/test_nic_engine.py``):
 EV sets by :func:`models.fabric_nic.draw_ev_sets`, one memory region per QP at
 :func:`models.fabric_nic.region_base`. QP q of host h talks to QP q of host
 ``(2 q + 1 - h) mod H`` (H even: a pairing, never the host itself).
@@ -30,8 +31,8 @@ from rtl.switch import egress_counter, ingress_counter
 from rtl.un_stage import (ADDR_OWN_USID, ENTRY_KEY_HI, ENTRY_KEY_LO, ENTRY_PORT, ENTRY_VALID,
                           TABLE_BASE, TABLE_STRIDE)
 from sim.rtl_fabric import DOWN, UP, AddressMap
-from tb.host_traffic import HostTraffic
-from tb.nic_setup import MASK32, configure_nic
+from verif.host_traffic import HostTraffic
+from verif.nic_setup import MASK32, configure_nic
 
 __all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "NIC_COUNTERS", "peer_of"]
 
@@ -121,7 +122,7 @@ class Controller:
 
     async def start(self):
         """Clock and reset, the per-cycle task, then every table of the fabric."""
-        from tb.common.bench import start
+        from verif.bench import start
 
         await start(self.dut)
         cocotb.start_soon(self._run())
@@ -240,7 +241,7 @@ class Controller:
         raise ValueError(f"no cable {a} - {b}")
 
     def set_plane_down(self, host, plane, down):
-        """Tell NIC ``host`` its port ``plane`` is down (or up again), profile 4.6."""
+        """Tell NIC ``host`` its port ``plane`` is down (or up again), docs/protocol.md 4.6."""
         mask = 1 << plane
         self.planes_down[host] = self.planes_down[host] | mask if down else \
             self.planes_down[host] & ~mask

@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The RTL fabric of issue 8: H NIC engine tops and P planes of RTL switches, cabled per
 :class:`models.fabric_topology.Topology` with a fault-injectable :class:`rtl.link.Link` on every
 wire direction, every configuration port behind one AXI4-Lite slave.
 
 The controller (``sim/rtl_controller.py``) drives it under Verilator through cocotb;
-``tb/test_rtl_fabric.py`` is its test.
+``sim/tests/test_rtl_fabric.py`` is its test.
 """
 
 from amaranth.hdl import Const, Module, Shape, Signal
@@ -113,7 +114,7 @@ class RtlFabric(wiring.Component):
     with read latency :data:`READ_LATENCY` behind it.
     ``h<h>_s_wr_*``: NIC h's work requests; ``h<h>_m_cpl_*``: its completions; ``h<h>_m_axi_*``:
     its AXI4 master to host memory; ``h<h>_plane_down``: its plane-down inputs, one bit per
-    plane, profile 4.6 (see :class:`rtl.nic_engine.NicEngine`).
+    plane, docs/protocol.md 4.6 (see :class:`rtl.nic_engine.NicEngine`).
 
     Wiring
     ------

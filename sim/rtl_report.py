@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """What a scenario run on the RTL fabric (``sim/rtl_scenario.py``) leaves behind: one pcapng per
 plane, the goodput plot, ``summary.txt`` and ``summary.json``, and the scenario's checks.
 

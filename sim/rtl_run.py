@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """``make sim``: run a fabric scenario on the RTL fabric (Verilator, cocotb) and print its summary.
 
     python -m sim.rtl_run [sim/scenarios/link_down.yaml] [--out build/sim-out/<name>-rtl]
@@ -23,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from models.fabric import load_scenario
-from tb.common.runner import ROOT
+from project import ROOT
 
 from .rtl_scenario import check_fabric, flows_of, nic_params, qp_plan, switch_params
 
@@ -49,7 +50,7 @@ def run(path, out=None, seed=None):
     """Build the fabric of the scenario file ``path`` (rtl form) and play it; returns the
     ``summary.json`` mapping (``failed`` lists the failed checks). Raises when the cocotb test
     fails without writing its summary."""
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     scenario = load_scenario(path, rtl=True)
     if seed is not None:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Play a scenario file (``sim/scenarios/*.yaml``, its ``rtl`` form) on the RTL fabric
 (``sim/rtl_fabric.py``) under cocotb, and write what people look at.
 
@@ -261,7 +262,7 @@ async def scenario(dut):
 
     from sim.rtl_controller import CYCLE_PS, Controller
     from sim.rtl_report import Recorder
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     scen, out = setup()
     p = params()

@@ -1,10 +1,11 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """``make sim``: run every cocotb bench under ``tb/`` on one simulator, then print a summary.
 
     python -m sim.run_benches --sim verilator [--jobs N] [--full] [-k EXPR]
 
 The benches run through pytest in a subprocess (``python -m pytest -n JOBS tb -k SIM -m "not
 full"``), its progress printed as it goes. Each bench writes one JSON line into ``build/results/``
-(:func:`tb.common.bench.write_result`); this script clears that folder first, so that no stale
+(:func:`verif.bench.write_result`); this script clears that folder first, so that no stale
 result shows, and afterwards prints one row per bench (block, bench, simulator, frames, result),
 the pytest tests that failed, and a total line.
 
@@ -22,7 +23,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tb.common.runner import RESULTS, ROOT, SIMULATORS
+from project import RESULTS, ROOT
+from verif.runner import SIMULATORS
 
 __all__ = ["main", "pytest_command", "read_results", "read_junit", "summarize"]
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Two NIC engine tops in one toplevel for the two-NIC bench (``tb/test_nic_engine.py``)."""
 
 from amaranth.hdl import Module

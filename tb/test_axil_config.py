@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.axil_config.AxilConfig through rtl.axil_top.AxilTop, against
 models.axil_config.
 
@@ -40,7 +41,7 @@ from rtl.axil_config import AxilConfig
 from rtl.axil_top import AxilTop
 from rtl.common.config import ConfigMap
 from rtl.common.ports import config_members
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 OPS = 300                   # transactions of axil_random (writes and reads together)
 FULL_OPS = 3000
@@ -278,7 +279,7 @@ async def wait_idle(dut, master, monitor):
 
 @cocotb.test()
 async def axil_random(dut):
-    from tb.common.bench import frames, make_rng, params, random_pause, start, write_result
+    from verif.bench import frames, make_rng, params, random_pause, start, write_result
 
     p = params()
     addr_width, latency = p["addr_width"], p["read_latency"]
@@ -417,7 +418,7 @@ async def axil_switch(dut):
 
     from rtl.switch import (INFO, INFO_BASE, REG_CTRL, REG_KMIN, CTRL_UP, CTRL_FABRIC,
                             ingress_counter, port_reg)
-    from tb.common.bench import make_rng, params, start, write_result
+    from verif.bench import make_rng, params, start, write_result
 
     p = params()
     rng = make_rng(dut)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.header_inserter.HeaderInserter against models.header_inserter.
 
 :func:`frames_match_model` sends the conformance frames of ``vectors/packets.json`` and then seeded
@@ -5,7 +6,7 @@ random traffic (all six Writes, SACK, NACK and probe with random header fields, 
 and bad input: unknown opcodes, control records with a payload, oversize records, short and long
 packets, upstream-bad packets, tkeep holes) with random idle on both sources and random
 backpressure on the sink. Every output frame is compared beat by beat with the model (data, keep,
-last, user), every frame not flagged bad is read by scapy (:func:`tb.common.scapy_check.
+last, user), every frame not flagged bad is read by scapy (:func:`verif.scapy_check.
 check_frame`), the counters are read back and compared, and every stream must be empty at the end.
 
 :func:`perf` measures steady-state cycles per frame (and checks it is ``ceil(frame bytes / (W/8))``:
@@ -26,7 +27,7 @@ from models.header_inserter import (
 from models.layouts import CONTROL_OPCODES, DATA_OPCODES, KNOWN_OPCODES, Opcode
 from models.packets import frame_length
 from models.records import TX_HEADER
-from models.tests import vectors
+from models import conformance as vectors
 
 WIDTHS = (64, 512)
 FULL_WIDTHS = (128, 256)
@@ -134,7 +135,7 @@ def make_streams(dut, rng=None, idle=0.0, backpressure=0.0):
     reset (so the cocotbext-axi drivers follow it)."""
     from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-    from tb.common.bench import ConfigDriver, RecordSource, random_pause
+    from verif.bench import ConfigDriver, RecordSource, random_pause
 
     records = RecordSource(dut, "s_hdr", pause=random_pause(rng, idle) if idle else None)
     payload = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
@@ -178,8 +179,8 @@ def check_beats(got, expected, width, what):
 
 @cocotb.test()
 async def frames_match_model(dut):
-    from tb.common.bench import frames, make_rng, params, start, write_result
-    from tb.common.scapy_check import check_frame
+    from verif.bench import frames, make_rng, params, start, write_result
+    from verif.scapy_check import check_frame
 
     p = params()
     width, max_payload = p["data_width"], p["max_payload"]
@@ -237,7 +238,7 @@ async def frames_match_model(dut):
 async def perf(dut):
     """Back-to-back WRITE_ONLY frames, no idle, no backpressure: cycles per frame, throughput and
     latency (record accepted -> first output beat) for each payload size of PERF_SIZES."""
-    from tb.common.bench import PERF_SIZES, make_rng, params, start, write_perf
+    from verif.bench import PERF_SIZES, make_rng, params, start, write_perf
 
     width = params()["data_width"]
     lanes = width // 8
@@ -290,7 +291,7 @@ async def perf(dut):
 
 def run(sim, width, testcase="frames_match_model", tag="frames"):
     from rtl.header_inserter import HeaderInserter
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     # The benches are bound by Python, not by the model: Verilator's C++ unoptimised builds in
     # about half the time (W = 512: 27 s of CPU instead of 49 s).

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.link.Link against models.link.
 
 A monitor samples both streams, ``m_axis_tready`` and the configuration port at every clock edge
@@ -38,7 +39,7 @@ from models.link import (COUNTERS, MIN_LATENCY, LinkModel, Verdict, check_timing
 from models.packets import build_frame
 from models.switch_queue import lfsr_step
 from rtl.link import ADDR, ADDR_COUNTERS, ADDR_LEVEL, ADDR_LFSR, Link
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 WIDTHS = (64, 512)
 FULL_WIDTHS = (128, 256)
@@ -240,7 +241,7 @@ def check_run(log, model, depth):
 
 @cocotb.test()
 async def link_random(dut):
-    from tb.common.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
+    from verif.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
         write_result
 
     p = params()
@@ -333,7 +334,7 @@ def check_line_rate(ins, outs, latency, what):
 
 async def line_rate_setup(dut):
     """The bench of the line-rate tests: no idle, no backpressure; returns its parts."""
-    from tb.common.bench import ConfigDriver, axis_ends, make_rng, params, start
+    from verif.bench import ConfigDriver, axis_ends, make_rng, params, start
 
     p = params()
     rng = make_rng(dut)
@@ -349,7 +350,7 @@ async def line_rate_setup(dut):
 async def line_rate(dut):
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import params, write_result
+    from verif.bench import params, write_result
 
     lanes, delay_max, rng, cfg, source, sink, log = await line_rate_setup(dut)
     batch = [AxiStreamFrame(rng.randbytes(rng.randint(1, MAX_BYTES)))
@@ -392,7 +393,7 @@ async def line_rate(dut):
 async def perf(dut):
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import PERF_SIZES, write_perf
+    from verif.bench import PERF_SIZES, write_perf
 
     lanes, _, _, _, source, sink, log = await line_rate_setup(dut)
     rows = []

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of two NIC engine tops (``rtl/nic_engine.py``, in one toplevel by
 ``tb/nic_pair.py``) joined by the fabric model (:class:`models.fabric.FrameFabric`: 2 hosts under
 two T0s, N planes of T T1s; time = cycles x 4000 ps).
@@ -61,8 +62,8 @@ from rtl import reliability as rel_map
 from rtl import spray_scheduler as spray_map
 from rtl.nic_engine import ENGINE_STATUS, nic_addr
 from tb.nic_pair import NicPair, PREFIXES
-from tb.host_traffic import HostTraffic
-from tb.nic_setup import configure_nic, tx_addr
+from verif.host_traffic import HostTraffic
+from verif.nic_setup import configure_nic, tx_addr
 
 CONFIG = dict(n_qps=4, n_planes=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
               slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
@@ -94,12 +95,12 @@ class PrefixedPort:
 
 
 class Nic(HostTraffic):
-    """One NIC of the pair: its host (:class:`tb.host_traffic.HostTraffic`: memory, work
+    """One NIC of the pair: its host (:class:`verif.host_traffic.HostTraffic`: memory, work
     requests, completions), its configuration and the replay of its reliability block on the
     model."""
 
     def __init__(self, dut, rng, prefix, host, p):
-        from tb.common.bench import ConfigDriver, RecordSource
+        from verif.bench import ConfigDriver, RecordSource
 
         super().__init__(dut, rng, p, prefix, QPS, prefix)
         self.dut, self.prefix, self.host = dut, prefix, host
@@ -203,7 +204,7 @@ class Pair:
                             False)
 
     async def start(self):
-        from tb.common.bench import start
+        from verif.bench import start
 
         dut = self.dut
         for x in PREFIXES:
@@ -348,7 +349,7 @@ def sizes_mixed(pmtu):
 
 
 async def new_pair(dut, ev_sets_for=None):
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     rng = make_rng(dut)
     pair = Pair(dut, rng, params(), ev_sets_for)
@@ -358,7 +359,7 @@ async def new_pair(dut, ev_sets_for=None):
 
 @cocotb.test()
 async def lossy(dut):
-    from tb.common.bench import frames, write_result
+    from verif.bench import frames, write_result
 
     pair = await new_pair(dut)
     count = frames(MESSAGES)
@@ -428,7 +429,7 @@ async def perf(dut):
     data on busy planes in path building, so the peers' timers fired on healthy paths, marked
     them bad and retransmitted, more so the longer the run; ``rtl/tx_path.py`` now keeps a
     waiting control record's plane out of data requests (about 0.65 during, 0.73 after)."""
-    from tb.common.bench import make_rng, params, write_perf
+    from verif.bench import make_rng, params, write_perf
 
     p = params()
     n = p["n_planes"]
@@ -515,7 +516,7 @@ async def qp_error(dut):
     """Every path of QP 3 dies: QP 3 errs after retry_limit timeouts (RETRY_EXCEEDED on the
     completion stream), the other QPs complete everything; work requests posted to QP 3 after
     its error complete with QP_ERROR and stall nothing."""
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     p = params()
     pair = Pair(dut, make_rng(dut), p, qp3_on_t1_1)
@@ -562,7 +563,7 @@ async def qp_error(dut):
 # --- pytest ---------------------------------------------------------------------------------------
 
 def run(sim, testcase, config=CONFIG, frames=None):
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(NicPair(**config), name=f"nic_engine-{testcase}-w{config['data_width']}",
               toplevel="nic_pair", test_module="tb.test_nic_engine", sim=sim, params=config,

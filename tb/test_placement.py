@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.placement.Placement against models.placement.PlacementModel.
 
 ``place_random`` sends seeded random place commands (placed or discarded, payloads 0..PMTU at any
@@ -27,7 +28,7 @@ from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from models.header_inserter import packet_bytes
 from models.placement import COUNTERS, INFO, PlacementModel
 from models.records import PLACE_COMMAND
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 WIDTHS = (64, 512)
 FULL_WIDTHS = (128, 256)
@@ -139,7 +140,7 @@ async def place_random(dut):
     from cocotbext.axi import AxiRamWrite, AxiStreamBus, AxiStreamFrame, AxiStreamSource, \
         AxiWriteBus
 
-    from tb.common.bench import (ConfigDriver, RecordSource, frames, make_rng, params,
+    from verif.bench import (ConfigDriver, RecordSource, frames, make_rng, params,
                                  random_pause, start, write_result)
 
     width = params()["data_width"]
@@ -242,7 +243,7 @@ async def perf(dut):
     packet's W beats: no bubble), payload bytes per cycle and latency, per payload size."""
     from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
-    from tb.common.bench import (PERF_SIZES, ConfigDriver, RecordSource, make_rng, params, start,
+    from verif.bench import (PERF_SIZES, ConfigDriver, RecordSource, make_rng, params, start,
                                  write_perf)
 
     width = params()["data_width"]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.plane_splitter.PlaneSplitter against models.plane_splitter.
 
 ``splitter_random`` sends seeded random frames (134 B to the largest, data and control, some
@@ -55,7 +56,7 @@ def check_beats(got, frame, width, what):
 def make_streams(dut, p, rng=None):
     from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-    from tb.common.bench import random_pause
+    from verif.bench import random_pause
 
     source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
     sinks = [AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis{k}"), dut.clk, dut.rst)
@@ -174,7 +175,7 @@ async def drive_planes(dut, cfg, rng, n_planes, stop):
 async def splitter_random(dut):
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import (ConfigDriver, RecordSink, RecordSource, frames, make_rng, params,
+    from verif.bench import (ConfigDriver, RecordSink, RecordSource, frames, make_rng, params,
                                  random_pause, start, write_result)
 
     p = params()
@@ -241,7 +242,7 @@ async def perf(dut):
     """Back-to-back frames round-robin over the planes, ports always ready."""
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import ConfigDriver, RecordSource, make_rng, params, start, write_perf
+    from verif.bench import ConfigDriver, RecordSource, make_rng, params, start, write_perf
 
     p = params()
     n, width, core = p["n_planes"], p["data_width"], p["core_width"]
@@ -305,7 +306,7 @@ async def perf(dut):
 # --- pytest ---------------------------------------------------------------------------------------
 
 def run(sim, n_planes, width, testcase, tag, core_width=None, fifo_depth=None):
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     dut = PlaneSplitter(n_planes=n_planes, data_width=width, core_width=core_width,
                         max_payload=PMTU, fifo_depth=fifo_depth)

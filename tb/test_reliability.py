@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.reliability.Reliability against models.reliability, in a closed loop.
 
-``rel_random`` runs episodes of ``models/tests/reliability_world.py`` around the RTL: a transmit
+``rel_random`` runs episodes of ``models/reliability_world.py`` around the RTL: a transmit
 engine (work requests, new PSNs below the block's PSN limits, the retransmissions it requests,
 EVs from the EV table model ``models/spray.py``, planes that go down and flush), a fabric with
 random loss, dead paths, trims, CE marks and reordering, receivers (``models/rx_tracker.py``) that
@@ -35,11 +36,11 @@ from models.records import (COMPLETION, CONTROL_RECORD, EV_EVENT, EV_MARKED, FEE
                             ext_to_int)
 from models.reliability import COUNTERS, TRACE, QpConfig, Reliability as Model, Source
 from models.rx_tracker import Nack, Sack, psn_add
-from models.tests.reliability_world import Scenario, World
+from models.reliability_world import Scenario, World
 from rtl.reliability import (ADDR_COUNTERS, ADDR_NOW, ADDR_PROBE_ID, ADDR_STATUS, OFF_INFO,
                              OFF_K, OFF_MPR, OFF_NEXT, OFF_PERIOD, OFF_RETRY, OFF_SETUP,
                              OFF_W_MAX, SETUP_ENABLE, Reliability, probe_addr, qp_addr)
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 # Builds of the default run: (n_qps, ring, probe_entries, wr_depth, timer_bits).
 CONFIGS = {"q4r16": (4, 16, 8, 8, 8)}
@@ -78,7 +79,7 @@ class Bench:
     """The RTL, its model and the world around them (see the module docstring)."""
 
     def __init__(self, dut, rng, level):
-        from tb.common.bench import ConfigDriver, RecordSink, RecordSource
+        from verif.bench import ConfigDriver, RecordSink, RecordSource
 
         self.dut = dut
         self.rng = rng
@@ -266,7 +267,7 @@ class Bench:
 
 @cocotb.test()
 async def rel_random(dut):
-    from tb.common.bench import make_rng, start, write_result
+    from verif.bench import make_rng, start, write_result
 
     rng = make_rng(dut)
     tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 40))
@@ -301,7 +302,7 @@ async def rel_random(dut):
 @cocotb.test()
 async def perf(dut):
     """Cycles per input back to back, outputs always ready."""
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
 
     dut.tick_count.value = 0
     cfg = ConfigDriver(dut)

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.rx_engine.RxEngine (receive front -> receive tracker -> placement) against
 models.rx_engine.RxEngineModel.
 
@@ -7,7 +8,7 @@ backpressured; random idle), the record sinks ``m_ctrl``, ``m_cpl`` and ``m_fb``
 backpressure), host memory (an AXI4 write slave over a sparse 64-bit memory with random pauses on
 AW, W and B, which asserts INCR full-width bursts, never across 4 KB, and ``wlast`` on each
 burst's last beat) and ``tick`` (random pulses), and samples the engine's two traces every cycle
-and replays them on the model (profile 8): each frame end with its plane outcome and the free
+and replays them on the model (docs/protocol.md 8): each frame end with its plane outcome and the free
 body words its room was judged on, each merge grant (the front judges the frame), and each
 verdict with the ticks the tracker applied before it (the model's verdict must be equal, field
 for field). The placement block's own bench checks the same AXI traffic against cocotbext-axi's
@@ -20,7 +21,7 @@ for field). The placement block's own bench checks the same AXI traffic against 
    without immediate) whose arrivals are reordered (late by up to 12 places), duplicated,
    trimmed first (the untrimmed copy later), CE-marked and retransmitted at random, a few PSNs
    beyond the window, probes (CE-marked and trimmed too), received SACKs and NACKs, and at least
-   2000 malformed frames of every kind of ``tb/rx_traffic.py`` (truncated at every header
+   2000 malformed frames of every kind of ``models/rx_traffic.py`` (truncated at every header
    boundary, wrong lengths, unknown opcode or QP, wrong R_Key, VA out of bounds, bad ICRC,
    corrupted payload, flagged bad, ...), with random idle on the planes and random backpressure
    on every output and on the memory's AW, W and B channels;
@@ -70,8 +71,8 @@ from rtl.rx_front import ADDR_INNER_DST, ADDR_QP_ENABLE, plane_reg, region_reg
 from rtl.rx_tracker import ADDR_COUNTERS as TRACKER_ADDR
 from rtl.rx_tracker import ADDR_STATUS as TRACKER_STATUS
 from rtl.rx_tracker import OFF_CACK, SETUP_ENABLE, qp_addr
-from tb.common.runner import run_bench
-from tb.rx_traffic import MALFORMED_KINDS, Labelled, RxTraffic
+from verif.runner import run_bench
+from models.rx_traffic import MALFORMED_KINDS, Labelled, RxTraffic
 
 MASK32 = 0xFFFF_FFFF
 # The benches' engine: few header slots (phase 2 runs out of them); body rings of two of the
@@ -163,7 +164,7 @@ class EngineBench:
     falling edge."""
 
     def __init__(self, dut, rng, engine):
-        from tb.common.bench import ConfigDriver
+        from verif.bench import ConfigDriver
 
         self.dut, self.rng = dut, rng
         self.n_planes, self.width = engine["n_planes"], engine["data_width"]
@@ -206,7 +207,7 @@ class EngineBench:
     async def start(self, traffic, starts):
         """Reset, configure the engine and the model (the traffic's QPs, address and regions;
         the tracker's QPs from ``starts``: QP -> start PSN) and start the cycle task."""
-        from tb.common.bench import start
+        from verif.bench import start
 
         cocotb.start_soon(self._run())
         await start(self.dut)
@@ -538,7 +539,7 @@ def engine_params(p):
 
 
 async def new_bench(dut, pmtu=PMTU, region_bytes=1 << 16):
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     rng = make_rng(dut)
     e = engine_params(params())
@@ -553,7 +554,7 @@ async def new_bench(dut, pmtu=PMTU, region_bytes=1 << 16):
 
 @cocotb.test()
 async def rx_engine_random(dut):
-    from tb.common.bench import params, write_result
+    from verif.bench import params, write_result
 
     bench, traffic, flows = await new_bench(dut)
     rng, model = bench.rng, bench.model
@@ -659,7 +660,7 @@ async def perf(dut):
     """Back-to-back WRITE_ONLY frames on every plane, outputs and memory always ready: payload
     bytes placed per cycle; then one frame on an idle engine: latency from its last beat to its
     SACK and to its first write. Every output is compared with the model's at the end."""
-    from tb.common.bench import PERF_SIZES, params, write_perf
+    from verif.bench import PERF_SIZES, params, write_perf
 
     p = params()
     bench, traffic, flows = await new_bench(dut, pmtu=4096, region_bytes=1 << 20)

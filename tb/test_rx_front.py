@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches of rtl.rx_front.RxFront against models.rx_front.RxFrontModel.
 
 One coroutine drives the bench every cycle (:class:`FrontBench`): it puts frames on the plane
@@ -15,7 +16,7 @@ The seed is printed.
 
 Scenarios (cocotb tests; one build runs them all):
 
-- ``rx_front_random``: the traffic of ``tb/rx_traffic.py`` on every plane: good frames (the six
+- ``rx_front_random``: the traffic of ``models/rx_traffic.py`` on every plane: good frames (the six
   Writes on several QPs, trimmed Writes from the switch model's trim, SACKs, NACKs, probes; CE
   marks, retransmissions) mixed with at least 2000 malformed ones (truncated at every header
   boundary, each length field wrong, EtherType, Next Header, inner destination, UDP port, TVer,
@@ -53,8 +54,8 @@ from models.rx_front import (BAD, NO_BUFFER, NO_ROOM, PARSER_COUNTERS, PLANE_COU
 from rtl.plane_merge import plane_bits
 from rtl.rx_front import (ADDR_COUNTERS, ADDR_INFO, ADDR_INNER_DST, ADDR_QP_ENABLE, INFO,
                           RxFront, plane_reg, region_reg)
-from tb.common.runner import run_bench
-from tb.rx_traffic import MALFORMED_KINDS, Labelled, RxTraffic
+from verif.runner import run_bench
+from models.rx_traffic import MALFORMED_KINDS, Labelled, RxTraffic
 
 MASK32 = 0xFFFF_FFFF
 # The bench's front: the default body ring (a plane at full rate with back-to-back 4096-byte
@@ -89,7 +90,7 @@ class FrontBench:
     SINKS = ("m_meta", "m_fb", "m_ctrl", "m_axis")
 
     def __init__(self, dut, rng, params, idle=0.0, backpressure=0.0):
-        from tb.common.bench import ConfigDriver
+        from verif.bench import ConfigDriver
 
         self.dut = dut
         self.rng = rng
@@ -130,7 +131,7 @@ class FrontBench:
     async def start(self, traffic):
         from cocotb.clock import Clock
 
-        from tb.common.bench import CLK_PERIOD_NS
+        from verif.bench import CLK_PERIOD_NS
 
         dut = self.dut
         # The clock in the simulator (GPI), not a Python task: half the bench's cost otherwise.
@@ -163,7 +164,7 @@ class FrontBench:
         traffic.configure(self.model)
 
     def send(self, plane, case):
-        """Queue one :class:`tb.rx_traffic.Labelled` frame on ``plane``."""
+        """Queue one :class:`models.rx_traffic.Labelled` frame on ``plane``."""
         lanes = self.width // 8
         frame = case.frame
         count = -(-len(frame) // lanes)
@@ -356,7 +357,7 @@ class FrontBench:
         assert await self.cfg.read(ADDR_COUNTERS["data"]) == 0, "counter not cleared by a write"
 
     def finish(self, name, frames):
-        from tb.common.bench import write_result
+        from verif.bench import write_result
 
         os.environ["MRC_BENCH"] = f"{BUILD_NAME}-{name}"
         write_result(self.dut, "rx_front", frames,
@@ -375,7 +376,7 @@ def front_params(params):
 
 
 async def new_bench(dut, idle=0.0, backpressure=0.0, pmtu=PMTU):
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     rng = make_rng(dut)
     bench = FrontBench(dut, rng, params(), idle=idle, backpressure=backpressure)
@@ -389,7 +390,7 @@ async def new_bench(dut, idle=0.0, backpressure=0.0, pmtu=PMTU):
 
 @cocotb.test()
 async def rx_front_random(dut):
-    from tb.common.bench import frames, params
+    from verif.bench import frames, params
 
     bench, traffic = await new_bench(dut, idle=0.2, backpressure=0.2)
     rng = bench.rng
@@ -417,7 +418,7 @@ async def rx_front_random(dut):
 @cocotb.test()
 async def rx_front_full(dut):
     """Outputs stopped while every plane sends: NO_BUFFER, then NO_ROOM; then drain."""
-    from tb.common.bench import frames
+    from verif.bench import frames
 
     bench, traffic = await new_bench(dut, backpressure=0.2, pmtu=4096)
     rng = bench.rng
@@ -460,7 +461,7 @@ async def rx_front_full(dut):
 @cocotb.test()
 async def perf(dut):
     """Throughput, drain rate and latency per payload size (module docstring)."""
-    from tb.common.bench import PERF_SIZES, params, write_perf
+    from verif.bench import PERF_SIZES, params, write_perf
 
     n_frames = params().get("perf_frames", PERF_FRAMES)
     bench, traffic = await new_bench(dut, pmtu=4096)

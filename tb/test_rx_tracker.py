@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.rx_tracker.RxTracker against models.rx_tracker (one model tracker per QP).
 
 ``rx_vectors`` (builds with MPR 1024) replays every case of ``vectors/sack.json`` on QP 0: for
@@ -43,11 +44,11 @@ from models.records import (COMPLETION, CONTROL_RECORD, RX_EVENT, RX_VERDICT, Rx
                             int_to_ext)
 from models.rx_tracker import (PSN_MODULUS, Arrival, Probe, RxTracker as ModelTracker, Sack,
                                Verdict, psn_add, psn_diff)
-from models.tests import vectors
+from models import conformance as vectors
 from rtl.rx_tracker import (ADDR_COUNTERS, ADDR_INFO, ADDR_STATUS, COUNTERS, CYCLES_PER_EVENT,
                             LATENCY, OFF_CACK, OFF_LAST_EV, OFF_LAST_PSN, OFF_OOO, OFF_PLACED,
                             OFF_STATE, SETUP_ENABLE, RxTracker, qp_addr)
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 # Builds of the default run: (n_qps, mpr, wimm_max). MPR 1024 builds also replay the vectors.
 CONFIGS = {"q4m128w4": (4, 128, 4), "q2m1024w16": (2, 1024, 16)}
@@ -377,7 +378,7 @@ class Traffic:
 async def build(cfg):
     """``(n_qps, mpr, wimm_max)`` of the build, from its info word (which must agree with the
     parameters the pytest side passes, when it passes them)."""
-    from tb.common.bench import params
+    from verif.bench import params
 
     info = await cfg.read(ADDR_INFO)
     got = (info & 0xFF, (info >> 8 & 0xFF) * 128, info >> 16 & 0xFF)
@@ -411,7 +412,7 @@ async def setup_qp(cfg, q, start, enabled=True):
 
 @cocotb.test()
 async def rx_vectors(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start
 
     cases = vectors.load("sack.json")
     cfg = ConfigDriver(dut)
@@ -463,7 +464,7 @@ async def rx_ticks(dut):
     """The timer against the profile itself (not against the ticks the verdicts report): a packet
     that no SACK covers is SACKed at the second tick after it, two ticks in consecutive cycles
     both count, and ticks that come while a sink stalls the tracker are not lost."""
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start
 
     cfg = ConfigDriver(dut)
     dut.tick.value = 0
@@ -539,7 +540,7 @@ async def rx_ticks(dut):
 
 @cocotb.test()
 async def rx_random(dut):
-    from tb.common.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
+    from verif.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
                                  write_result)
 
     phases = params().get("phases", PHASES)
@@ -651,7 +652,7 @@ async def rx_random(dut):
 
 @cocotb.test()
 async def perf(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
 
     cfg = ConfigDriver(dut)
     dut.tick.value = 0

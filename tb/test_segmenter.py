@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.segmenter.Segmenter against models.segmenter.SegmenterModel.
 
 ``packets_match_model``: host memory is cocotbext-axi's ``AxiRamRead`` (random contents, a few
@@ -252,7 +253,7 @@ class Bench:
 
     def __init__(self, dut, rng, config, idle=0.0, backpressure=0.0, memory_pause=0.0,
                  poisoned=()):
-        from tb.common.bench import ConfigDriver, RecordSource, random_pause
+        from verif.bench import ConfigDriver, RecordSource, random_pause
 
         self.dut = dut
         self.rng = rng
@@ -502,7 +503,7 @@ async def finish(bench):
 
 @cocotb.test()
 async def packets_match_model(dut):
-    from tb.common.bench import frames, make_rng, params, start, write_result
+    from verif.bench import frames, make_rng, params, start, write_result
 
     p = params()
     config = {k: p[k] for k in CONFIG}
@@ -548,7 +549,7 @@ async def service_order(dut):
     before its new packets, QP 3 with its retransmission only (its limit holds the rest).
     """
     from models.spray import serve_qp
-    from tb.common.bench import make_rng, params, start
+    from verif.bench import make_rng, params, start
 
     p = params()
     config = {k: p[k] for k in CONFIG}
@@ -614,7 +615,7 @@ async def service_order(dut):
 @cocotb.test()
 async def perf(dut):
     """Back-to-back work requests of each size over four QPs; see the module docstring."""
-    from tb.common.bench import PERF_SIZES, make_rng, params, start, write_perf
+    from verif.bench import PERF_SIZES, make_rng, params, start, write_perf
 
     p = params()
     config = {k: p[k] for k in PERF_CONFIG}
@@ -676,7 +677,7 @@ async def perf(dut):
 
 def run(sim, width, testcase="packets_match_model", tag="random", config=CONFIG, count=None):
     from rtl.segmenter import Segmenter
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(Segmenter(width, **config), name=f"segmenter-{tag}-w{width}",
               toplevel="segmenter", test_module="tb.test_segmenter", sim=sim,

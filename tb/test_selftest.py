@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.selftest.SelfTest (the FPGA loopback self-test core) against
 models.selftest.
 
@@ -20,7 +21,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, Timer
 
 from models.selftest import (SelfTestConfig, corrupt, expected_frame, parse_report, report_line,
                              sent_frame)
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 CLK_HZ = 250_000_000
 BAUD_DIVISOR = 2                    # cycles per UART bit in the bench
@@ -96,7 +97,7 @@ def counters(dut):
 
 @cocotb.test()
 async def selftest_runs(dut):
-    from tb.common.bench import frames as n_frames, make_rng, params, start, write_result
+    from verif.bench import frames as n_frames, make_rng, params, start, write_result
 
     p = params()
     core = _core_params(p)

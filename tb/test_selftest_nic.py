@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches of the NIC self-test (``rtl/selftest_nic.py``) and its host-side parts.
 
 ``pattern_memory`` (``rtl/pattern_memory.py``): a cocotbext-axi ``AxiMaster`` makes random reads
@@ -133,7 +134,7 @@ async def _raw_write_bad_last(dut, addr, lanes):
 async def pattern_memory(dut):
     from cocotbext.axi import AxiBus, AxiMaster
 
-    from tb.common.bench import frames, make_rng, params, random_pause, start, write_result
+    from verif.bench import frames, make_rng, params, random_pause, start, write_result
 
     p = params()
     rng = make_rng(dut)
@@ -210,7 +211,7 @@ async def pattern_memory(dut):
 async def pattern_memory_bad_last(dut):
     """A burst of two beats whose first beat has WLAST: counted, and the burst still ends after
     its second beat with one B response (run after ``pattern_memory``, with a fresh reset)."""
-    from tb.common.bench import params, start
+    from verif.bench import params, start
 
     lanes = params()["data_width"] // 8
     for name in ("arvalid", "rready", "awvalid", "wvalid", "bready", "inject"):
@@ -227,7 +228,7 @@ async def pattern_memory_bad_last(dut):
 
 @cocotb.test()
 async def wr_generator(dut):
-    from tb.common.bench import (RecordSink, RecordSource, frames, make_rng, params, random_pause,
+    from verif.bench import (RecordSink, RecordSource, frames, make_rng, params, random_pause,
                                  start, write_result)
 
     p = params()
@@ -326,7 +327,7 @@ async def _wait(dut, condition, limit, what):
 
 @cocotb.test()
 async def selftest_nic(dut):
-    from tb.common.bench import frames, make_rng, params, start, write_result
+    from verif.bench import frames, make_rng, params, start, write_result
 
     p = params()
     make_rng(dut)
@@ -376,7 +377,7 @@ async def selftest_nic(dut):
 
 def run_pattern_memory(sim, width):
     from rtl.pattern_memory import PatternMemory
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(PatternMemory(data_width=width, window=PatternWindow(**WINDOW)),
               name=f"pattern_memory-w{width}", toplevel="pattern_memory",
@@ -386,7 +387,7 @@ def run_pattern_memory(sim, width):
 
 def run_wr_generator(sim, window):
     from rtl.wr_generator import WrGenerator
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     timeout = 300
     run_bench(WrGenerator(WrGenConfig(**WRGEN), window=window, timeout=timeout),
@@ -399,7 +400,7 @@ def run_selftest_nic(sim, frames=None):
     from dataclasses import asdict
 
     from rtl.selftest_nic import SelfTestNic
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     core = SelfTestNic(tick_hz=16_000_000)
     run_bench(core, name="selftest_nic", toplevel="selftest_nic",

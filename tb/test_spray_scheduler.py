@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.spray_scheduler.SprayScheduler against models.spray.EvTable.
 
 ``spray_random`` loads every QP through the configuration port (slot EVs on few paths, so that
@@ -266,7 +267,7 @@ async def read_counters(cfg):
 
 
 def build_params(dut):
-    from tb.common.bench import params
+    from verif.bench import params
 
     p = params()
     assert len(dut.cfg_addr) == 20
@@ -472,7 +473,7 @@ def compare_outputs(checker, ans_sink, marked_sink, phase):
 
 @cocotb.test()
 async def spray_random(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, make_rng, phased_pause, \
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, make_rng, phased_pause, \
         start, write_result
 
     p = build_params(dut)
@@ -525,10 +526,10 @@ async def spray_random(dut):
 
 @cocotb.test()
 async def spray_vectors(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start
 
     p = build_params(dut)
-    from models.tests import vectors
+    from models import conformance as vectors
 
     cases = [c for c in vectors.load("spray.json")
              if (c["init"]["planes"], c["init"]["A"]) == (p["n_planes"], p["slots"])]
@@ -581,7 +582,7 @@ async def spray_vectors(dut):
 
 @cocotb.test()
 async def perf(dut):
-    from tb.common.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
 
     p = build_params(dut)
     cfg = ConfigDriver(dut)
@@ -646,7 +647,7 @@ async def perf(dut):
 # --- pytest ---------------------------------------------------------------------------------------
 
 def run(sim, config, *, name, testcase, extra=None):
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     params = dict(config, ev_min_active=4, **(extra or {}))
     run_bench(SprayScheduler(**config, ev_min_active=4), name=name, toplevel="spray_scheduler",

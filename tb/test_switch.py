@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches of rtl.switch.Switch against models.switch.SwitchModel.
 
 Every bench runs the same way: frames go into the ingress ports through cocotbext-axi sources
@@ -23,7 +24,7 @@ Scenarios (cocotb tests, all run on one build of the switch):
 - ``switch_incast``: three ingress ports at full rate into one egress port (fabric-facing, then
   a host-facing one): whole frames until the data queue is full, then trimmed frames (the first
   trim exactly when the next frame no longer fits); nothing lost; trimmed frames read by
-  :func:`models.packets.parse_frame` and scapy (``tb/common/scapy_check.py``): DSCP TRIMMED or
+  :func:`models.packets.parse_frame` and scapy (``verif/scapy_check.py``): DSCP TRIMMED or
   TRIMMED_LASTHOP, the three lengths, every header through RETH.
 - ``switch_ecn``: two ingress ports into a fabric-facing port and two into a host-facing one, the
   sources throttled so that each data queue follows a target swept up and down over
@@ -71,7 +72,7 @@ from rtl.switch import (CTRL_FABRIC, CTRL_UP, INFO, INFO_BASE, REG_CTRL, REG_KMA
                         ingress_counter, port_reg)
 from rtl.un_stage import (ADDR_COUNTERS, ADDR_OWN_USID, ENTRY_KEY_HI, ENTRY_KEY_LO, ENTRY_PORT,
                           ENTRY_VALID, TABLE_BASE, TABLE_STRIDE)
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 PORTS = 4
 WIDTHS = (64, 128)
@@ -224,7 +225,7 @@ class SwitchBench:
         """``switch_params``: the parameters the switch was built with (``Switch``'s)."""
         from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-        from tb.common.bench import ConfigDriver
+        from verif.bench import ConfigDriver
 
         self.dut = dut
         self.rng = rng
@@ -255,7 +256,7 @@ class SwitchBench:
                                            "admit_with_dequeue"), 0)
 
     async def start(self, routes):
-        from tb.common.bench import start
+        from verif.bench import start
 
         await start(self.dut)
         await self.cfg.write(ADDR_OWN_USID, OWN)
@@ -410,7 +411,7 @@ class SwitchBench:
 
     def finish(self, name):
         """One result line per scenario (``make sim``), named after the build and the scenario."""
-        from tb.common.bench import write_result
+        from verif.bench import write_result
 
         frames = sum(len(r) for r in self.received)
         os.environ["MRC_BENCH"] = f"{BUILD_NAME}-{name}"
@@ -420,7 +421,7 @@ class SwitchBench:
 
 
 async def new_bench(dut, idle=None, backpressure=None):
-    from tb.common.bench import make_rng, params
+    from verif.bench import make_rng, params
 
     rng = make_rng(dut)
     # Without parameters (``make bench``), the switch has Switch's defaults.
@@ -440,7 +441,7 @@ async def new_bench(dut, idle=None, backpressure=None):
 
 @cocotb.test()
 async def switch_random(dut):
-    from tb.common.bench import frames
+    from verif.bench import frames
 
     bench, traffic = await new_bench(dut, idle=(0.0, 0.0, 0.3, 0.7),
                                      backpressure=(0.0, 0.2, 0.5, 0.9))
@@ -492,8 +493,8 @@ async def switch_random(dut):
 async def switch_incast(dut):
     """3 -> 1 at full rate, into fabric-facing port 0, then into host-facing port 2."""
     from models.packets import parse_frame
-    from tb.common.bench import frames
-    from tb.common.scapy_check import dissect
+    from verif.bench import frames
+    from verif.scapy_check import dissect
 
     bench, traffic = await new_bench(dut)
     rng = bench.rng
@@ -558,7 +559,7 @@ async def switch_incast(dut):
 @cocotb.test()
 async def switch_ecn(dut):
     """Marks bit-exact; the marked fraction per occupancy band; none on a host-facing port."""
-    from tb.common.bench import frames, params
+    from verif.bench import frames, params
 
     bench, traffic = await new_bench(dut, backpressure=(0.0, 0.3, 0.6))
     rng = bench.rng
@@ -701,7 +702,7 @@ async def switch_overflow(dut):
     than the core carries): the ingress FIFOs fill, frames are dropped whole and counted as
     overflow, and every frame kept leaves intact."""
     from models.layouts import ETH, IPV6, NEXT_HEADER_IPV6
-    from tb.common.bench import frames
+    from verif.bench import frames
 
     bench, traffic = await new_bench(dut)
     count = frames(OVERFLOW_FRAMES)
@@ -762,7 +763,7 @@ async def log_beats(dut, ports, inputs, outputs):
 
 @cocotb.test()
 async def perf(dut):
-    from tb.common.bench import PERF_SIZES, params, write_perf
+    from verif.bench import PERF_SIZES, params, write_perf
 
     width = params()["data_width"]
     n_frames = params().get("perf_frames", PERF_FRAMES)
@@ -889,7 +890,7 @@ def resources(**params):
 
     from amaranth.back import rtlil
 
-    from tb.common.runner import BUILD
+    from project import BUILD
 
     text = rtlil.convert(Switch(**params), name="switch", emit_src=False)
     BUILD.mkdir(parents=True, exist_ok=True)

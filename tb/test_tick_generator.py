@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.tick_generator.TickGenerator against models.tick.TickModel, cycle by cycle.
 
 The pytest functions below build the Verilog for one clock rate and run :func:`tick_matches_model`
@@ -24,7 +25,7 @@ RESET_PROBABILITY = 1 / 1500
 
 @cocotb.test()
 async def tick_matches_model(dut):
-    from tb.common.bench import frames, make_rng, params, start, write_result
+    from verif.bench import frames, make_rng, params, start, write_result
 
     clk_hz = params()["clk_hz"]
     ticks_wanted = frames(TICKS)
@@ -61,7 +62,7 @@ async def tick_matches_model(dut):
 
 def run(sim, clk_hz):
     from rtl.tick_generator import TickGenerator
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(TickGenerator(clk_hz), name=f"tick_generator-{clk_hz}", toplevel="tick_generator",
               test_module="tb.test_tick_generator", sim=sim, params={"clk_hz": clk_hz},

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.tx_engine.TxEngine (the whole NIC transmit engine) against
 models.tx_engine.TxEngineModel.
 
@@ -13,7 +14,7 @@ later ALLOW, RECOVERED of marked EVs) and planes going down and up mid-stream (c
 and ``plane_down``). Every plane port sees random backpressure (stuck for stretches), and so do
 the send record and EV_MARKED outputs.
 
-The model is driven by what the engine reports (profile 8): the spray trace (each request's
+The model is driven by what the engine reports (docs/protocol.md 8): the spray trace (each request's
 ``plane_ok`` and EV to avoid, interleaved with the EV events in handshake order) and the send
 records (the QP and ``rtx`` the segmenter served, the tick). Checked: every spray answer equals the
 model's; every send record equals the model's (packet fields, EV, plane, slot, room mask); every
@@ -56,6 +57,7 @@ from rtl import plane_splitter as split_map
 from rtl import spray_scheduler as spray_map
 from rtl import tx_path as path_map
 from rtl.tx_engine import TxEngine, engine_addr
+from verif.nic_setup import table_write
 
 CONFIG = dict(n_qps=4, wrs_per_qp=4, pmtu=256, slots=4, backups=2, ev_min_active=2,
               max_outstanding=8)
@@ -91,14 +93,6 @@ def ev_sets(rng, n_planes, slots, backups):
         pools.append([make_ev(p, rng.randrange(NUM_T1), rng.getrandbits(20))
                       for _ in range(backups)])
     return evs, pools
-
-
-async def table_write(cfg, addr, data):
-    """A scheduler table write, once no earlier one waits."""
-    status = engine_addr("spray", spray_map.ADDR_STATUS)
-    while await cfg.read(status) & spray_map.STATUS_CMD_PENDING:
-        pass
-    await cfg.write(engine_addr("spray", addr), data)
 
 
 async def configure(cfg, model, rng, p):
@@ -192,7 +186,7 @@ class Bench:
     """Sources, sinks, the model and the bookkeeping of the random run."""
 
     def __init__(self, dut, rng, p):
-        from tb.common.bench import ConfigDriver, RecordSink, RecordSource, frames, random_pause
+        from verif.bench import ConfigDriver, RecordSink, RecordSource, frames, random_pause
 
         self.dut = dut
         self.rng = rng
@@ -385,7 +379,7 @@ class Monitor:
 async def check_send_records(bench, monitor):
     """Each send record against the model: data records with the next found answer and the
     segmenter's next packet of the QP; flushed records kept per plane."""
-    from tb.common.scapy_check import check_frame
+    from verif.scapy_check import check_frame
 
     model = bench.model
     while True:
@@ -538,7 +532,7 @@ async def drive(bench, stop_traffic):
 
 @cocotb.test()
 async def engine_random(dut):
-    from tb.common.bench import make_rng, params, start, write_result
+    from verif.bench import make_rng, params, start, write_result
 
     p = params()
     rng = make_rng(dut)
@@ -621,7 +615,7 @@ async def engine_random(dut):
 async def perf(dut):
     """Every port ready, one-packet work requests only (retired as they are sent), every slot
     GOOD: payload bytes per cycle, cycles per decision, latency and the evenness of the choice."""
-    from tb.common.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
+    from verif.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
                                  write_perf)
 
     p = params()
@@ -736,7 +730,7 @@ def build(n_planes, width, config):
 
 
 def run(sim, n_planes, width, testcase, tag, config=CONFIG):
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(build(n_planes, width, config), name=f"tx_engine-{tag}-p{n_planes}-w{width}",
               toplevel="tx_engine", test_module="tb.test_tx_engine", sim=sim,

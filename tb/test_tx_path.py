@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.tx_path.TxPath against models.tx_path.TxPathModel.
 
 ``tx_path_random`` loads the NIC words, the plane ports' MACs and the QP contexts through the
@@ -275,7 +276,7 @@ def expected_outputs(model, packets, controls, found, ticks):
 
 @cocotb.test()
 async def tx_path_random(dut):
-    from tb.common.bench import (ConfigDriver, RecordSink, RecordSource, frames, make_rng, params,
+    from verif.bench import (ConfigDriver, RecordSink, RecordSource, frames, make_rng, params,
                                  random_pause, start, write_result)
 
     p = params()
@@ -359,7 +360,7 @@ async def tx_path_random(dut):
 async def perf(dut):
     """Back to back: the scheduler answers after exactly 3 cycles, every plane ok, outputs
     ready; cycles between decisions."""
-    from tb.common.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
+    from verif.bench import (ConfigDriver, RecordSink, RecordSource, make_rng, params, start,
                                  write_perf)
 
     n_planes = params()["n_planes"]
@@ -404,7 +405,7 @@ async def perf(dut):
 # --- pytest ---------------------------------------------------------------------------------------
 
 def run(sim, n_planes, testcase, tag):
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     run_bench(TxPath(n_qps=N_QPS, n_planes=n_planes, max_payload=PMTU),
               name=f"tx_path-{tag}-p{n_planes}", toplevel="tx_path",

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb bench of rtl.un_stage.UnStage against models.un_stage.UnStageModel.
 
 ``un_stage_random`` configures the stage through its configuration port (own block and uSID, a
@@ -8,7 +9,7 @@ opcode, payloads 0..PMTU, carriers from ``models.usid`` where the stage's own uS
 active but routed, or missing from the table; Hop Limits 0, 1, 2 and above) mixed with bad frames
 (1..53 bytes, wrong EtherType, IP version not 6, truncated frames of 54 bytes or more, foreign
 blocks). Every output frame is compared byte for byte with the model, with its port (tdest) and
-tuser, in order; the valid ones are also read by scapy (``tb/common/scapy_check.py``), which checks
+tuser, in order; the valid ones are also read by scapy (``verif/scapy_check.py``), which checks
 the stack and ICRC and whose reading of the outer destination and Hop Limit must be the model's.
 Every counter is read back and compared; the sink must be empty at the end.
 
@@ -31,7 +32,7 @@ from models.un_stage import DST_BYTE, HOP_LIMIT_BYTE, MIN_FRAME, REASONS, Forwar
 from models.usid import DEFAULT_BLOCK, MAX_USIDS, Role, carrier, encode, path_carrier, shift
 from rtl.un_stage import (ADDR_COUNTERS, ADDR_OWN_BLOCK, ADDR_OWN_USID, ENTRY_KEY_HI, ENTRY_KEY_LO,
                           ENTRY_PORT, ENTRY_VALID, TABLE_BASE, TABLE_STRIDE, UnStage)
-from tb.common.runner import SIMULATORS, run_bench
+from verif.runner import SIMULATORS, run_bench
 
 WIDTHS = (64, 512)
 FULL_WIDTHS = (128, 256)
@@ -127,7 +128,7 @@ class Traffic:
         return self.rng.randrange(0, self.pmtu + 1)
 
     def mrc_frame(self, da, hop_limit):
-        """A valid MRC frame (any opcode of profile 1) with outer destination ``da``."""
+        """A valid MRC frame (any opcode of docs/protocol.md 1.4) with outer destination ``da``."""
         rng = self.rng
         opcode = rng.choice(DATA_OPCODES + CONTROL_OPCODES)
         payload = bytes(rng.getrandbits(8) for _ in range(self.payload_length())) \
@@ -212,9 +213,9 @@ async def un_stage_random(dut):
     from cocotbext.axi import AxiStreamFrame
     from scapy.layers.inet6 import IPv6
 
-    from tb.common.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
+    from verif.bench import ConfigDriver, axis_ends, frames, make_rng, params, start, \
         write_result
-    from tb.common.scapy_check import check_frame
+    from verif.scapy_check import check_frame
 
     width = params()["data_width"]
     n_frames = frames(FRAMES)
@@ -323,7 +324,7 @@ async def log_beats(dut, inputs, outputs):
 async def perf(dut):
     from cocotbext.axi import AxiStreamFrame
 
-    from tb.common.bench import PERF_SIZES, ConfigDriver, axis_ends, params, start, write_perf
+    from verif.bench import PERF_SIZES, ConfigDriver, axis_ends, params, start, write_perf
 
     width = params()["data_width"]
     lanes = width // 8

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """docs/architecture.md stays true: record tables equal the records, named files exist, and every
 block marked built has its RTL, model and bench."""
 
@@ -7,7 +8,7 @@ import pytest
 
 from docs import records as doc_records
 from models import records
-from tb.common.runner import ROOT
+from project import ROOT
 
 TEXT = doc_records.DOC.read_text()
 

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """CI builds one ECP5 and the iCE40 bitstream (issue 7): the frame loop of the self-test core on
 the iCEBreaker (iCE40 UP5K) and on the ULX3S (ECP5 LFE5U-85F), through amaranth-boards and the
 YoWASP tools that ``make setup`` installs, a few minutes on one core. The large builds (the NIC

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """fpga.boards: every board's platform exists, its PLL can make its core clock from its
 oscillator, and its self-test configuration is accepted (the builds themselves run in
 ``make fpga``)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """fpga.flow: port discovery, the pin wrapper and the parsing of Yosys and nextpnr output (the
 tools themselves run in ``make report``), and the decisions of flow.run (too large for the device,
 place-and-route time limit) with the tools replaced by stand-ins."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """fpga.pll: the PLL divider searches give the settings of Trellis ecppll and IceStorm icepll
 (checked against those tools) and stay within the PLLs' ranges."""
 

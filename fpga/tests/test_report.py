@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """fpga.report: ``--collect`` takes only results built from the current Verilog, the options
 reach fpga.flow.run (no tool is run), and the table names the pin wrapper only where it was
 placed."""

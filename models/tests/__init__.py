@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Tests of the pure-Python golden models (no simulator needed)."""

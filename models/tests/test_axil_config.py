@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.axil_config: address decoding, responses, and the register map seen through the bridge."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The fabric model: topology and uSID routing, the switch queues against EgressPort, wires and
 their faults, frames through the fabric (bytes mode, the RTL bench's interface), the reliability
 block's light-mode entry points, every scenario file in its reduced form with its claims, the
@@ -22,7 +23,7 @@ from models.fabric import (Fault, FrameFabric, Scenario, SwitchSettings, load_sc
 from models.fabric_net import (EventLoop, FabricPort, Impairment, Network, Packet, Wire, ps)
 from models.fabric_nic import (FastEvTable, FastReliability, FastRxTracker, LightSack, NicConfig,
                                draw_ev_sets, ecmp_path)
-from models.fabric_topology import T0, T1, Topology, nic_address, plane_address
+from models.fabric_topology import T0, T1, Topology, frame_between, nic_address, plane_address
 from models.layouts import NETH, Dscp, Ecn, HOP_LIMIT_DEFAULT, NackReason, Opcode
 from models.packets import Addresses, build_frame, data_packet, parse_frame
 from models.records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
@@ -30,26 +31,14 @@ from models.reliability import QpConfig, Reliability
 from models.rx_tracker import Arrival, Nack, Probe, RxState, RxTracker, Sack, psn_add
 from models.spray import EvTable, ev_path, make_ev
 from models.switch_queue import EgressPort, PortConfig, Verdict
-from models.tests.reliability_world import World, run_model
-from models.tests.test_reliability import scenarios as reliability_scenarios
+from models.reliability_world import World, run_model
+from models.tests.strategies import reliability_scenarios
 from models.usid import Role, carrier_usids, decode, encode
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "sim" / "scenarios").glob("*.yaml"))
 CLAIM_FILES = ("permutation.yaml", "permutation_link_down.yaml")
 SMALL = Topology(hosts=4, planes=2, t0s=2, t1s=2)
-
-
-def frame_between(topo, src, dst, ev, psn=1, payload=b"\x5a" * 1000, dscp_rtx=0):
-    """A real WRITE_ONLY frame from ``src`` to ``dst`` on ``ev`` (models.packets)."""
-    plane = ev & 0xF
-    addr = Addresses(eth_dst=1, eth_src=2, outer_src=plane_address(plane, src),
-                     outer_dst=topo.carrier(ev, src, dst), inner_src=nic_address(src),
-                     inner_dst=nic_address(dst))
-    hdr, body = data_packet(addr, opcode=Opcode.WRITE_ONLY, ev=ev, dest_qpn=3, psn=psn, rqmsn=0,
-                            msn=0, va=0x1000, rkey=7, dma_length=len(payload), payload=payload,
-                            rtx=dscp_rtx)
-    return build_frame(hdr, body)
 
 
 # --- Topology and routing ------------------------------------------------------------------------
@@ -756,7 +745,7 @@ def test_link_failure_costs_its_capacity_share_reduced():
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "measured (docs/scenarios.md, section 4): at 64 x 8 the flows through T0s whose every host "
     "sends or receives across T1s reach 0.80-0.90 of their lone-flow goodput (mean 0.93): a SACK "
-    "for nearly every sprayed packet (profile 5: at once on every out-of-order arrival) adds about "
+    "for nearly every sprayed packet (docs/protocol.md 5: at once on every out-of-order arrival) adds about "
     "4% to every link of a loaded full-bisection fabric, so those links run at load 1"))
 def test_spraying_at_line_rate_64x8():
     spraying_claim(permutation(reduced=False, messages=16))

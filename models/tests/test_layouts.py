@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Tests of the header layout tables (models/layouts.py): sizes, offsets, pack/unpack round trips,
 reserved fields, signed fields, opcode tables, header lengths and the address helpers."""
 
@@ -72,7 +73,7 @@ def test_pack_refuses_unknown_and_too_wide():
 
 
 def test_field_positions():
-    """Positions stated in profile sections 1.4 and 2.1-2.3 (byte, bit 7 = MSB)."""
+    """Positions stated in docs/protocol.md sections 1.4 and 2.1-2.3 (byte, bit 7 = MSB)."""
     assert BTH.pack(padcnt=3) == bytes([0, 0x30]) + bytes(10)
     assert BTH.pack(ackreq=1, rtx=1, ts=1)[8] == 0x80 | 0x20 | 0x10
     assert BTH.pack(dest_qpn=0x123456)[5:8] == bytes.fromhex("123456")
@@ -109,7 +110,7 @@ def test_frame_offsets():
 
 
 def test_icrc_masked_bits():
-    """Profile 1.6: inner Traffic Class, Flow Label, Hop Limit; UDP checksum; BTH byte 4."""
+    """docs/protocol.md 1.6: inner Traffic Class, Flow Label, Hop Limit; UDP checksum; BTH byte 4."""
     masked = {b for bit, width in ICRC_MASKED_BITS for b in range(bit, bit + width)}
     expected = set(range(54 * 8 + 4, 54 * 8 + 32)) | set(range(61 * 8, 62 * 8)) | \
         set(range(100 * 8, 102 * 8)) | set(range(106 * 8, 107 * 8))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.link: per-frame decisions from the LFSR, whole frames under cut and heal, the order of
 events within a cycle, counters, and the delay and rate rules as functions of arrival times."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.placement: bursts legal for AXI4 (INCR, never across 4 KB, at most 256 beats, full-width
 beats from the aligned address), strobes exactly on [va, va + length), memory equal to the payload,
 bad packets bounded, discards and empty commands write nothing, counters."""

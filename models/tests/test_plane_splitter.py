@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.plane_splitter: frames go to their record's plane in order, a plane going down flushes
 its queue (send records back with flushed = 1, control frames counted), frames arriving while it
 is down are flushed at once, bad records and lengths are discarded and counted, beats at W bits,

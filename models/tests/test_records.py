@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Tests of the inter-block records (models/records.py): pack/unpack round trips of every record,
 widths and offsets, field widths agreeing with the header layouts, and the ext field helpers."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The reliability block's model: every rule of its docstring on hand-made inputs, then the closed
 loop of ``reliability_world`` (transmit engine, lossy fabric, receive trackers, EV table) with
 hypothesis: no retransmission of an acknowledged PSN, PSN limits never move backwards, completions
@@ -17,7 +18,8 @@ from models.reliability import (COUNTERS, TRACE, QpConfig, Reliability, Source, 
                                 timeout_ticks, window_of)
 from models.rx_tracker import Nack, Sack, psn_add, psn_diff
 from models.spray import ev_path, make_ev
-from models.tests.reliability_world import Scenario, World, run_model
+from models.reliability_world import Scenario, World, run_model
+from models.tests.strategies import reliability_scenarios as scenarios
 
 EV_A = make_ev(0, 1, 0x111)
 EV_B = make_ev(1, 0, 0x222)
@@ -443,44 +445,6 @@ def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bi
     cycles = run_model(world, model, max_cycles)
     world.check_end()
     return world, model, cycles
-
-
-def scenarios():
-    @st.composite
-    def build(draw):
-        planes = draw(st.integers(1, 3))
-        num_t1 = draw(st.integers(2, 3))
-        doomed = draw(st.sampled_from([None, 0]))
-        # Dead paths never cover every T1 a QP uses: the last T1 stays alive, and the one before
-        # it too when the doomed QP has the last to itself. (A QP with every path dead for long
-        # enough rightly fails with RETRY_EXCEEDED, which the assertions below exclude.)
-        last_dead_t1 = num_t1 - 2 - (doomed is not None)
-        dead = []
-        for _ in range(draw(st.integers(0, 2)) if last_dead_t1 >= 0 else 0):
-            path = (draw(st.integers(0, planes - 1)), draw(st.integers(0, last_dead_t1)))
-            first = draw(st.integers(0, 3000))
-            dead.append((path, first, first + draw(st.integers(100, 4000))))
-        down = []
-        if planes > 1:
-            for _ in range(draw(st.integers(0, 2))):
-                first = draw(st.integers(0, 3000))
-                down.append((draw(st.integers(0, planes - 1)), first,
-                             first + draw(st.integers(50, 1500))))
-        sc = Scenario(
-            planes=planes, num_t1=num_t1, slots=draw(st.sampled_from([2, 4])),
-            backup=draw(st.integers(0, 2)), ev_min_active=draw(st.integers(1, 3)),
-            tick_cycles=draw(st.sampled_from([16, 32])), wrs_per_qp=draw(st.integers(1, 12)),
-            max_packets=draw(st.integers(1, 5)), loss=draw(st.sampled_from([0, 0.01, 0.05])),
-            trim=draw(st.sampled_from([0, 0.03])), ce=draw(st.sampled_from([0, 0.05])),
-            nobuf=draw(st.sampled_from([0, 0.02])), oor=draw(st.sampled_from([0, 0.02])),
-            dead_paths=tuple(dead), planes_down=tuple(down), doomed_qp=doomed,
-            bad_wr=draw(st.sampled_from([None, (1, 0), (2, 1)])))
-        n = draw(st.integers(3, 4))
-        cfgs = [QpConfig(w_max=draw(st.integers(1, 20)), timeout_exp=draw(st.integers(2, 5)),
-                         retry_limit=draw(st.integers(0, 2)) if q == doomed else 7,
-                         probe_period=draw(st.integers(1, 9))) for q in range(n)]
-        return sc, cfgs, draw(st.integers(0, 1 << 30))
-    return build()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

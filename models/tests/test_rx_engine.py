@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.rx_engine: the front, the tracker and placement composed: in-order and reordered Writes
 are placed byte for byte at their VAs, duplicates, trims, access errors and bad frames write
 nothing, each answered as the profile says; NO_PKT_BUFFER NACKs, probes, feedback, completions
@@ -15,7 +16,7 @@ from models.rx_engine import (RxEngineModel, Trackers, is_front_control, place_c
 from models.rx_front import BAD, NO_BUFFER, STORED
 from models.rx_tracker import Sack
 from models.switch_queue import trim
-from tb.rx_traffic import RxTraffic
+from models.rx_traffic import RxTraffic
 
 START = 0xFFFFF0          # PSNs wrap during the tests
 

@@ -1,4 +1,5 @@
-"""The receive front model: every check of profile section 5 in its order, the outputs of each
+# SPDX-License-Identifier: BSD-2-Clause
+"""The receive front model: every check of docs/protocol.md section 5 in its order, the outputs of each
 frame kind (RX_META fields, payload, feedback and NACK NO_PKT_BUFFER records), the plane
 outcomes and the room rule, the memory-region rule, and the bench traffic's labels."""
 
@@ -16,7 +17,7 @@ from models.rx_front import (BAD, HEADER_KEEP, NO_BUFFER, NO_ROOM, PARSER_COUNTE
                              core_width, header_words)
 from models.rx_tracker import Arrival, Probe
 from models.switch_queue import trim
-from tb.rx_traffic import MALFORMED_KINDS, RxTraffic
+from models.rx_traffic import MALFORMED_KINDS, RxTraffic
 
 
 def setup(seed=1, **params):
@@ -94,7 +95,7 @@ def test_merge_order_is_per_plane_fifo():
     assert lengths == [11, 12, 1, 13, 2, 3]
 
 
-# --- the checks in the order of profile section 5 ------------------------------------------------
+# --- the checks in the order of docs/protocol.md section 5 ------------------------------------------------
 
 @pytest.mark.parametrize("kind", [k for k in MALFORMED_KINDS if k != "tuser"])
 def test_every_malformed_kind_reaches_its_counter(kind):

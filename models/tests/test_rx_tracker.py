@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The receive tracker model: the SACK vectors, the packet vectors of its SACKs and NACKs, every
 rule of the SACK policy, the window, trims, completions, and hypothesis properties of its state."""
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from models.layouts import Dscp, Ecn, ip6, mac, NackReason, Opcode, SackVerdict
 from models.packets import build_frame
 from models.records import CONTROL_RECORD, COMPLETION, CompletionStatus, RX_META, int_to_ext
-from models.tests import vectors
+from models import conformance as vectors
 from models.rx_tracker import (MPR_MAX, OOO_MODULUS, PSN_MODULUS, Arrival, Probe, RxConfig,
                                RxTracker, Sack, Verdict, initial_state, on_arrival, psn_add,
                                psn_diff)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.segmenter: packets of work requests (count, PSNs, opcodes, METH, RETH, payload), the
 conformance vectors' data packets rebuilt from work requests, the PSN limit, retransmissions,
 retires, round-robin service, read errors and every bad input's answer and counter."""
@@ -10,7 +11,7 @@ from models.packets import Addresses, PSN_MODULUS, build_frame, data_packet
 from models.records import TX_PACKET
 from models.segmenter import (COUNTERS, MAX_LENGTH, PMTUS, HostMemory, SegmenterModel,
                               opcode_of, packet_count, psn_before)
-from models.tests import vectors
+from models import conformance as vectors
 
 MEM = 1 << 16
 

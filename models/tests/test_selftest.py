@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.selftest: the self-test's frames are valid MRC frames, the switch model turns each sent
 frame into the expected one along the configured loop, and the report line round-trips."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.selftest_nic: the pattern, the write check of the pattern memory and the work requests
 of the generator."""
 

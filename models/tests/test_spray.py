@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The EV table and spray model: conformance vectors, properties of the choice and of feedback."""
 
 from collections import Counter
@@ -7,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.layouts import NackReason, Opcode, SackVerdict
 from models.records import EV_MARKED, EvEvent
-from models.tests import vectors
+from models import conformance as vectors
 from models.spray import (LFSR_TAPS, MAX_T1, Choice, EvTable, PlaneSet, QpSet, Serve, SlotState,
                           choosable_anywhere, choose, ev_marked_records, ev_path, ev_plane, ev_t1,
                           feedback_skips, lfsr_step, make_ev, mark_bad, plane_ok_list, refill,

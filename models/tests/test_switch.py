@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.switch: ingress checks, the arbiter order, the uN stage per ingress, egress ports behind
 it (trimming by port role, ECN vectors through the switch, port down), and conservation of frames
 under any order of grants, admissions and dequeues."""
@@ -14,7 +15,7 @@ from models.records import ext_to_int
 from models.switch import (EGRESS_COUNTERS, INGRESS_COUNTERS, MALFORMED, OVERFLOW, STORED,
                            SwitchConfig, SwitchModel, check_frame, port_width)
 from models.switch_queue import Queue, Verdict
-from models.tests import vectors
+from models import conformance as vectors
 from models.un_stage import DST_BYTE, HOP_LIMIT_BYTE
 from models.usid import DEFAULT_BLOCK, Role, carrier, encode
 

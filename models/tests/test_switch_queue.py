@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The egress port model of the trimming switch: the ECN vectors, trimming, admission and drops,
 a 3 -> 1 incast, the statistics of ECN marking, the dequeue order and port down."""
 
@@ -11,7 +12,7 @@ from models.layouts import (BTH, BTH_OFFSET, ETH, ETHERTYPE_IPV6, EXT_OFFSET, IN
 from models.packets import build_frame
 from models.records import ext_to_int
 from models.rx_tracker import Arrival, RxTracker
-from models.tests import vectors
+from models import conformance as vectors
 from models.switch_queue import (EgressPort, PortConfig, Queue, Verdict, ecn_mark, ecn_threshold,
                                  frame_bytes, lfsr_step)
 

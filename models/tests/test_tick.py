@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The tick model against exact arithmetic: cycle-by-cycle state, long-run period, validation."""
 
 from fractions import Fraction

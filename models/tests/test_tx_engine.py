@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.tx_engine: the composed transmit engine. With everything GOOD and no backpressure each
 plane's share and each slot's use stay within one packet of even; frames carry the host memory's
 payload on their EV's path; retransmissions avoid the old EV; the PSN limit stops new packets;

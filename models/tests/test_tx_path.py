@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.tx_path: path building reproduces every frame of the conformance vectors from a QP
 context, random packets give frames whose every field follows the profile (read back by
-models.packets.parse_frame and by scapy), the send and plane frame records, the control path and
+models.packets.parse_frame; scapy reads them in verif/tests/test_scapy_reading.py), the send and plane frame records, the control path and
 every bad input's defined answer."""
 
 import pytest
@@ -11,7 +12,7 @@ from models.layouts import (CONTROL_OPCODES, DATA_OPCODES, IMM_OPCODES, IMMDT, M
 from models.packets import build_frame, frame_length, parse_frame
 from models.records import SEND_RECORD, TX_PACKET, ext_to_int
 from models.spray import Choice
-from models.tests import vectors
+from models import conformance as vectors
 from models.tx_path import (COUNTERS, QpContext, TxPathModel, drop_header, nic_address,
                             plane_address)
 from models.usid import carrier_usids, decode, ev_carrier
@@ -126,17 +127,6 @@ def test_data_packet_fields(pkt, ev, slot, tick, room, one_t0):
         "room_mask": room, "rtx": pkt["rtx"], "flushed": 0, "last": int(last)}
     assert result.plane_frame == {"plane": plane, "frame_bytes": len(frame), "data": 1,
                                   "send": SEND_RECORD.pack(result.send)}
-
-
-@settings(max_examples=30, deadline=None)
-@given(pkt=packets(), ev=evs(4))
-def test_scapy_reads_data_frames(pkt, ev):
-    from tb.common.scapy_check import bth_rtx, check_frame
-
-    model = configured()
-    result = model.data(pkt, Choice(ev & 0xF, 0, ev, 0), 0, 0xF)
-    scapy_pkt = check_frame(build_frame(result.header, bytes(pkt["length"])))
-    assert bth_rtx(scapy_pkt) == pkt["rtx"]
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.un_stage: the frame-level uN stage, its check order, table priority and counters."""
 
 import random
@@ -8,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.layouts import Opcode
 from models.packets import build_frame, icrc
-from models.tests.test_usid import load_cases
+from models import conformance
 from models.un_stage import (
     DROP_REASONS, DST_BYTE, FORWARDED, HOP_LIMIT, HOP_LIMIT_BYTE, MIN_FRAME, NO_ROUTE, NOT_IPV6,
     REASONS, SHORT, Forwarded, UnStageModel,
@@ -53,7 +54,7 @@ def test_forward_rewrites_only_da_and_hop_limit():
 
 def test_vector_hops_as_frames():
     """Every hop of vectors/usid.json, carried by a whole frame."""
-    for case in load_cases():
+    for case in conformance.load("usid.json"):
         for hop in case["hops"]:
             model = UnStageModel()
             model.set_own(usid=int(hop["own_usid"], 16))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """models.usid against the conformance vectors (vectors/usid.json), round trips and edge values."""
 
 from ipaddress import IPv6Address
@@ -5,7 +6,7 @@ from ipaddress import IPv6Address
 import pytest
 from hypothesis import assume, given, strategies as st
 
-from models.tests import vectors
+from models import conformance as vectors
 from models.usid import (
     DEFAULT_BLOCK, HOP_LIMIT, INDEX_LIMIT, MAX_USIDS, NO_ROUTE, PLANES, Forward, Role, Usid,
     active_key, carrier, carrier_usids, decode, encode, ev_carrier, ev_path, parse_block,

@@ -1,4 +1,5 @@
-"""The configuration-port convention (profile section 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""The configuration-port convention (docs/protocol.md section 8).
 
 Every block with configurable state or counters has one port: ``cfg_addr`` (word address),
 ``cfg_wdata`` (32 bits) and ``cfg_we`` in; ``cfg_rdata`` out. A write takes effect at the clock

@@ -1,4 +1,5 @@
-"""CRC-32 for wide datapaths: the Ethernet polynomial, reflected, as zlib (profile 1.6).
+# SPDX-License-Identifier: BSD-2-Clause
+"""CRC-32 for wide datapaths: the Ethernet polynomial, reflected, as zlib (docs/protocol.md 1.6).
 
 The CRC is derived here from its bitwise definition (:func:`crc32_bitwise`, one bit per step), not
 from zlib, and turned into GF(2) matrices: a CRC over bytes is affine in the state and the data, so

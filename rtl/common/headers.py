@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Header packing and field extraction for the RTL, driven by the tables of :mod:`models.layouts`.
 
 Frames travel in AXI-Stream lane order: wire byte ``i`` of a beat sits in ``tdata[8*i+7:8*i]``.

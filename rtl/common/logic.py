@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Small combinational building blocks shared by several components."""
 
 from amaranth.hdl import Const, Mux, Signal

@@ -1,4 +1,5 @@
-"""Port conventions at Verilog boundaries (profile section 8).
+# SPDX-License-Identifier: BSD-2-Clause
+"""Port conventions at Verilog boundaries (docs/protocol.md section 8).
 
 Frame streams use AXI-Stream names: ``<prefix>_tdata``, ``_tkeep``, ``_tlast``, ``_tvalid``,
 ``_tready``, ``_tuser`` (``s_axis`` into a block, ``m_axis`` out of it), so cocotbext-axi and

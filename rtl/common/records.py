@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Amaranth layouts of the records of :mod:`models.records` (first field at the LSB)."""
 
 from amaranth.lib import data

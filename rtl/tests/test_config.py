@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """Shared RTL helpers in the Amaranth simulator: the configuration map (rtl.common.config) and
 header packing and field extraction (rtl.common.headers) against models.layouts."""
 

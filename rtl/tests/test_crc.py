@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """rtl.common.crc: the bitwise CRC-32 and its matrices against zlib, and the Amaranth helpers in the
 Amaranth simulator: one beat of W/8 bytes with every valid byte count 0..W/8 (invalid bytes
 zeroed, the trailing zero bytes undone) against zlib.crc32."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """rtl.gen: every registered top converts to Verilog, the filelist compiles as a whole, and a
 failing entry is reported without stopping the others."""
 
@@ -32,6 +33,7 @@ def converts_and_compiles(tmp_path, capsys, names):
     for name in names:
         text = (tmp_path / f"{name}.v").read_text()
         assert re.search(rf"^module {name}\(", text, re.M), f"no top module {name}"
+        assert text.startswith(gen.LICENCE_NOTICE), f"{name}.v lacks the licence notice"
     if shutil.which("iverilog"):
         # All tops together: no module name is defined twice, and every file parses.
         result = subprocess.run(["iverilog", "-o", str(tmp_path / "all.vvp"), "-c",

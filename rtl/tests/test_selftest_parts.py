@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """The self-test's small parts in the Amaranth simulator: the checker's every verdict (equal,
 different data, a frame ending early or late, a frame lost by timeout or skipped over, a frame
 nobody expects), the UART transmitter's bit timing and the reporter's line."""

@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """TickGenerator in the Amaranth simulator against models.tick, cycle by cycle, with random resets."""
 
 import random

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """sim.model_run on the reduced link_down scenario (a T0-T1 link of plane 0 cut at 10 us), and
 sim.plot.
 
@@ -23,7 +24,7 @@ from models.fabric import Fault, load_scenario, run_scenario
 from models.layouts import Dscp, ROCE_UDP_PORT, ip6_str
 from sim import model_run
 from sim.plot import HEAL_COLOR, Marker, fault_markers, goodput_plot
-from sim.tests.test_pcapng import NO_TSHARK, TSHARK_ROCE
+from verif.tshark import NO_TSHARK, TSHARK_ROCE
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "sim/scenarios/link_down.yaml"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """sim.pcapng: files written, then read back with scapy (and tshark when it is installed).
 
 Every frame comes back with its bytes, interface and timestamp (in nanoseconds: time_ps // 1000);
@@ -21,17 +22,9 @@ from models.fabric_topology import nic_address, plane_address, port_mac
 from models.layouts import (Dscp, Opcode, ROCE_UDP_PORT, ip6_str, mac_str)
 from models.packets import Addresses, build_frame, data_packet, sack_packet
 from models.switch_queue import trim
+from verif.tshark import NO_TSHARK, TSHARK_ROCE, tshark_fields
 from sim.pcapng import (BLOCK_EPB, BLOCK_IDB, BLOCK_SHB, BYTE_ORDER_MAGIC, LINKTYPE_ETHERNET,
                         PcapngWriter)
-
-# Wireshark picks the dissector of the lower UDP port first: an EV whose bits 31:16 (the UDP
-# source port, profile 1.3) name a port below 4791 that Wireshark knows (IAX2's 4569, DNS's 53,
-# ...) would be dissected as that protocol. Decoding every lower port as InfiniBand reads each
-# frame as RoCE; the zero UDP checksum of the profile is accepted as RFC 6935 allows.
-TSHARK_ROCE = ["-d", f"udp.port==1-{ROCE_UDP_PORT - 1},infiniband",
-               "-o", "udp.ignore_ipv6_zero_checksum:TRUE"]
-NO_TSHARK = "tshark is not installed (DEBIAN_FRONTEND=noninteractive apt-get install -y tshark)"
-
 
 def addresses(src, dst, plane):
     return Addresses(eth_dst=port_mac(plane, 0xFFFF), eth_src=port_mac(plane, src),
@@ -155,17 +148,6 @@ def test_refuses_bad_input(tmp_path):
     with pytest.raises(ValueError, match="closed"):
         pcap.packet(interface, 0, b"x" * 60)
     assert len(list(RawPcapNgReader(str(tmp_path / "bad.pcapng")))) == 0
-
-
-def tshark_fields(path, *fields, display_filter=None, roce=True):
-    """tshark's fields of every frame (one list per frame)."""
-    cmd = ["tshark", "-n", "-r", str(path), *(TSHARK_ROCE if roce else []), "-T", "fields"]
-    for name in fields:
-        cmd += ["-e", name]
-    if display_filter:
-        cmd += ["-Y", display_filter]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return [line.split("\t") for line in out.splitlines()]
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason=NO_TSHARK)

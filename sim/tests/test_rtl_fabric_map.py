@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """The RTL fabric's address map and parameter checks (``sim/rtl_fabric.py``); no simulation."""
 
 import pytest

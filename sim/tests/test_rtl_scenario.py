@@ -1,9 +1,10 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """How a scenario maps onto the RTL fabric (``sim/rtl_scenario.py``) and what a run leaves behind
 (``sim/rtl_report.py``), without a simulator: the QP plan, the NIC parameters and their timing
 against the model's, the fault timeline, the refusals, the route-around measure, the files the
 recorder writes, and every scenario file's rtl form run on the fabric model meeting its checks
-(the model side of ``make sim``; the RTL side runs in ``tb/test_rtl_scenarios.py``).
+(the model side of ``make sim``; the RTL side runs in ``sim/tests/test_rtl_scenarios.py``).
 """
 
 import json
@@ -17,13 +18,13 @@ from hypothesis import given, settings, strategies as st
 
 from models.fabric import FORMS, load_scenario, run_scenario
 from models.fabric_nic import TICK_NS
-from models.tests.test_fabric import frame_between
+from models.fabric_topology import frame_between
 from models.tick import tick_fraction
 from sim.rtl_fabric import DOWN, UP
 from sim.rtl_report import Recorder, route_around
 from sim.rtl_scenario import (CLK_HZ, CYCLES_PER_US, TICK_SCALE, check_fabric, fault_timeline,
                               flows_of, nic_params, qp_config, qp_plan)
-from sim.tests.test_pcapng import tshark_fields
+from verif.tshark import tshark_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "sim" / "scenarios").glob("*.yaml"))

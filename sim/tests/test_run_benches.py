@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """sim.run_benches without simulators: a stand-in for pytest writes result lines and a JUnit file,
 and the summary and exit code must follow them."""
 

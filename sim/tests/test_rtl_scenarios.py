@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Every scenario file's rtl form played on the RTL fabric (``sim/rtl_run.py``, the flow of
 ``make sim``) under Verilator, and compared with the fabric model playing the same form.
 
@@ -64,7 +65,7 @@ def test_tolerance_can_fail():
 def test_rtl_scenario_verilator(path, tmp_path):
     """The scenario's rtl form on the RTL fabric: checks pass, files written, model agrees."""
     from sim.rtl_run import run
-    from sim.tests.test_pcapng import tshark_fields
+    from verif.tshark import tshark_fields
 
     rtl = run(path, out=tmp_path)
     assert rtl["failed"] == [], rtl["failed"]

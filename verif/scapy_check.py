@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """An independent reading of MRC frames by scapy 2.8 (Ether / IPv6 / IPv6 / UDP / BTH).
 
 The project's models build and parse frames from ``models.layouts``; this module reads the same
@@ -37,7 +38,7 @@ def dissect(frame):
 
 
 def bth_rtx(pkt):
-    """BTH.RTX (profile 1.5) out of scapy's 7-bit ``resv7`` field: its second-highest bit."""
+    """BTH.RTX (docs/protocol.md 1.5) out of scapy's 7-bit ``resv7`` field: its second-highest bit."""
     return (pkt[BTH].resv7 >> 5) & 1
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """pytest side of every cocotb bench: Amaranth component -> Verilog -> Icarus or Verilator.
 
 ``run_bench`` writes the component's Verilog into ``build/sim/<name>-<sim>/``, builds it with the
@@ -21,16 +22,12 @@ import shutil
 import zlib
 from pathlib import Path
 
-from amaranth.back import verilog
-
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build"
-RESULTS = BUILD / "results"
+from project import BUILD, RESULTS, ROOT
+from rtl.gen import write_verilog
 
 SIMULATORS = ("icarus", "verilator")
 
-__all__ = ["run_bench", "SIMULATORS", "ROOT", "BUILD", "RESULTS", "bench_seed", "write_verilog",
-           "replace_between_markers"]
+__all__ = ["run_bench", "SIMULATORS", "bench_seed"]
 
 
 def bench_seed(name):
@@ -47,15 +44,6 @@ def use_ccache():
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
         os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
-
-
-def write_verilog(component, toplevel, path):
-    """Convert ``component`` to Verilog with top module ``toplevel``; returns the file path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(component, name=toplevel, emit_src=False)
-    path.write_text(text)
-    return path
 
 
 def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
@@ -108,15 +96,3 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
                 build_dir=build_dir, waves=waves, extra_env=env, seed=seed, testcase=testcase,
                 results_xml=str(build_dir / "results.xml"), timescale=("1ns", "1ps"))
 
-
-def replace_between_markers(path, begin, end, text):
-    """Replace what stands between the lines ``begin`` and ``end`` of file ``path`` (the README's
-    generated tables) with ``text``; a file without both markers is left alone."""
-    path = Path(path)
-    if not path.exists():
-        return
-    content = path.read_text()
-    if begin in content and end in content:
-        pre, rest = content.split(begin, 1)
-        _, post = rest.split(end, 1)
-        path.write_text(pre + begin + "\n" + text + end + post)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A closed loop around one reliability block, for the model's tests and the RTL bench.
 
 :class:`World` plays everything around the block, cycle by cycle, from a seeded random generator:
@@ -6,7 +7,7 @@
   (at most ``wr_depth`` pending, and a work request is segmented only once the block took its
   tap), new PSNs below the block's PSN limit, retransmissions first, EVs chosen by the EV table of
   ``models/spray.py`` (the retransmission avoiding the EV the block names), per-plane queues that a
-  plane going down flushes (``send_record`` with ``flushed`` = 1, profile 4.6);
+  plane going down flushes (``send_record`` with ``flushed`` = 1, docs/protocol.md 4.6);
 - a fabric of paths (plane, T1): random loss, paths that drop everything in both directions for a
   while (or for good), trims (TRIMMED or TRIMMED_LASTHOP), CE marks, random delay (so reordering);
 - a receiver per QP, ``models/rx_tracker.py``, that answers data packets with SACKs and NACKs and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb side of every bench: parameters, seed, clock and reset, record streams, configuration
 port driver, pause generators and the result line that ``make sim`` summarises.
 
@@ -17,7 +18,7 @@ __all__ = ["params", "frames", "make_rng", "start", "ConfigDriver", "RecordSourc
            "random_pause", "phased_pause", "axis_ends", "write_result", "write_perf", "PERF_SIZES",
            "CLK_PERIOD_NS"]
 
-CLK_PERIOD_NS = 4   # nominal 250 MHz (profile section 8)
+CLK_PERIOD_NS = 4   # nominal 250 MHz (docs/protocol.md section 8)
 
 
 def params():

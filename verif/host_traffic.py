@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One host's traffic in the NIC benches (``tb/test_nic_engine.py``, ``sim/rtl_controller.py``):
 its memory, random Writes per QP, posting them as work requests, taking the completions."""
 
@@ -6,7 +7,7 @@ from collections import deque
 
 from models.fabric_nic import region_base, region_rkey
 from models.records import COMPLETION, WORK_REQUEST
-from tb.nic_setup import REGION_BYTES
+from verif.nic_setup import REGION_BYTES
 
 __all__ = ["HostTraffic", "MEMORY_SIZE", "SEND_BASE"]
 
@@ -27,7 +28,7 @@ class HostTraffic:
     def __init__(self, dut, rng, p, prefix, qps, name):
         from cocotbext.axi import AxiBus, AxiRam
 
-        from tb.common.bench import RecordSink, RecordSource, random_pause
+        from verif.bench import RecordSink, RecordSource, random_pause
 
         self.rng, self.p, self.qps, self.name = rng, p, list(qps), name
         self.ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_m_axi"), dut.clk, dut.rst,

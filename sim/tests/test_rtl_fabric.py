@@ -1,4 +1,5 @@
 # amaranth: UnusedElaboratable=no
+# SPDX-License-Identifier: BSD-2-Clause
 """cocotb test of the RTL fabric (``sim/rtl_fabric.py``) driven by its controller
 (``sim/rtl_controller.py``), at the small size: 2 hosts, 1 plane of 2 T0s and 2 T1s, NICs of
 2 QPs and 64 bits, a link on every wire direction, everything configured through AXI4-Lite.
@@ -48,7 +49,7 @@ def sizes_big(pmtu):
 @cocotb.test()
 async def steady_cut_heal(dut):
     from sim.rtl_controller import Controller
-    from tb.common.bench import frames, make_rng, params
+    from verif.bench import frames, make_rng, params
 
     topo = Topology(**TOPOLOGY)
     ctl = Controller(dut, make_rng(dut), topo, params())
@@ -109,11 +110,11 @@ async def steady_cut_heal(dut):
 
 def run(testcase, frames=None):
     from sim.rtl_fabric import RtlFabric
-    from tb.common.runner import run_bench
+    from verif.runner import run_bench
 
     fabric = RtlFabric(Topology(**TOPOLOGY))
     run_bench(fabric, name="rtl_fabric-small", toplevel="rtl_fabric",
-              test_module="tb.test_rtl_fabric", sim="verilator", params=fabric.nic_params,
+              test_module="sim.tests.test_rtl_fabric", sim="verilator", params=fabric.nic_params,
               testcase=testcase, frames=frames)
 
 

@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Setting up one NIC engine top (``rtl/nic_engine.py``) through its configuration map, shared by
 the two-NIC bench (``tb/test_nic_engine.py``) and the RTL fabric controller
 (``sim/rtl_controller.py``).
 
 ``cfg`` is anything with ``async write(addr, value)`` and ``async read(addr)`` on the NIC's own
-word addresses (:class:`tb.common.bench.ConfigDriver` on a NIC port, or an AXI4-Lite window).
+word addresses (:class:`verif.bench.ConfigDriver` on a NIC port, or an AXI4-Lite window).
 """
 
 from models.fabric_nic import region_base, region_rkey
@@ -18,7 +19,7 @@ from rtl.rx_front import ADDR_INNER_DST, ADDR_QP_ENABLE, region_reg
 from rtl.rx_tracker import OFF_CACK, SETUP_ENABLE as TRACKER_ENABLE, qp_addr as tracker_qp_addr
 from rtl.tx_engine import engine_addr
 
-__all__ = ["configure_nic", "tx_addr", "REGION_BYTES", "MASK32"]
+__all__ = ["configure_nic", "tx_addr", "table_write", "REGION_BYTES", "MASK32"]
 
 REGION_BYTES = 1 << 22
 MASK32 = 0xFFFF_FFFF
@@ -27,6 +28,16 @@ MASK32 = 0xFFFF_FFFF
 def tx_addr(block, addr):
     """The NIC's configuration address of word ``addr`` of transmit block ``block``."""
     return nic_addr("tx", engine_addr(block, addr))
+
+
+async def table_write(cfg, addr, data):
+    """A spray scheduler table write (word ``addr`` of the scheduler's map) through ``cfg``, once
+    no earlier one waits. The transmit engine's map sits at the NIC's base, so ``cfg`` may be the
+    NIC's or the transmit engine's own port."""
+    status = tx_addr("spray", spray_map.ADDR_STATUS)
+    while await cfg.read(status) & spray_map.STATUS_CMD_PENDING:
+        pass
+    await cfg.write(tx_addr("spray", addr), data)
 
 
 async def configure_nic(cfg, p, topo, host, peers, start_psns, peer_starts, ev_sets, qp_config,
@@ -40,8 +51,6 @@ async def configure_nic(cfg, p, topo, host, peers, start_psns, peer_starts, ev_s
     (:func:`models.fabric_nic.draw_ev_sets`); ``qp_config``: :class:`models.reliability.QpConfig`
     for every QP. ``on_setup(q)`` runs after QP q's reliability set-up write (a bench mirrors it
     on its model)."""
-    from tb.test_tx_engine import table_write
-
     qps = sorted(peers)
     n = p["n_planes"]
     assert nic_addr("tx", 0) == 0            # the transmit engine's map is at the base

@@ -1,6 +1,7 @@
-"""tb.common.runner without a simulator: seeds, the ccache switch, the generated-table markers."""
+# SPDX-License-Identifier: BSD-2-Clause
+"""verif.runner without a simulator: seeds and the ccache switch."""
 
-from tb.common import runner
+from verif import runner
 
 
 def test_ccache_on_when_installed(monkeypatch, tmp_path):
@@ -32,14 +33,3 @@ def test_bench_seed(monkeypatch):
     assert runner.bench_seed("switch-64") != runner.bench_seed("switch-512")
     monkeypatch.setenv("SEED", "7")
     assert runner.bench_seed("switch-64") == 7
-
-
-def test_replace_between_markers(tmp_path):
-    f = tmp_path / "README.md"
-    f.write_text("a\n<!-- b -->\nold\n<!-- e -->\nz\n")
-    runner.replace_between_markers(f, "<!-- b -->", "<!-- e -->", "new\n")
-    assert f.read_text() == "a\n<!-- b -->\nnew\n<!-- e -->\nz\n"
-    g = tmp_path / "other.md"
-    g.write_text("no markers\n")
-    runner.replace_between_markers(g, "<!-- b -->", "<!-- e -->", "new\n")
-    assert g.read_text() == "no markers\n"

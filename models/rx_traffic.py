@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Seeded receive traffic for the NIC receive benches (``tb/test_rx_front.py``, and the receive
 engine's): a receiver configuration (own inner address, enabled QPs, memory regions), good frames
-of every kind of profile sections 1-2 (the six Writes, trimmed Writes from the switch model's
+of every kind of docs/protocol.md sections 1-2 (the six Writes, trimmed Writes from the switch model's
 trim, SACKs, NACKs, probes; CE marks, retransmissions) and malformed frames of every kind that
-profile section 5 names, each labelled with the counter of ``models.rx_front`` it must reach.
+docs/protocol.md section 5 names, each labelled with the counter of ``models.rx_front`` it must reach.
 
 Pure Python (``models`` only), so model tests and cocotb benches share it.
 """

@@ -1,11 +1,12 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Tests of the frame golden model (models/packets.py) and of its scapy cross-check.
 
 - every case of ``vectors/packets.json`` is rebuilt byte for byte from its semantic fields through
-  the builders, parses back, and is read by scapy (tb/common/scapy_check.py) with the same ICRC;
+  the builders, parses back, and is read by scapy (verif/scapy_check.py) with the same ICRC;
 - random packets of every kind (hypothesis) round-trip through build_frame / parse_frame and are
   read field by field by scapy independently;
 - edge values of every field, the SACK bitmap-base rule, trimmed frames, and malformed frames
-  raising the reason of the first failed shape check of profile section 5.
+  raising the reason of the first failed shape check of docs/protocol.md section 5.
 """
 
 from ipaddress import IPv6Address
@@ -26,8 +27,8 @@ from models.packets import (
     psn_offset, sack_bitmap, sack_packet,
 )
 from models.records import TX_HEADER
-from models.tests import vectors
-from tb.common.scapy_check import bth_rtx, check_frame
+from models import conformance as vectors
+from verif.scapy_check import bth_rtx, check_frame
 
 VECTORS = vectors.load("packets.json")
 NACK_REASONS = (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP, NackReason.NO_PKT_BUFFER,
@@ -133,7 +134,7 @@ def relength(frame):
 
 
 def trim(frame, keep, dscp=Dscp.TRIMMED):
-    """What the trimming switch makes of ``frame`` (profile 7): first ``keep`` bytes, lengths
+    """What the trimming switch makes of ``frame`` (docs/protocol.md 7): first ``keep`` bytes, lengths
     rewritten, outer DSCP TRIMMED or TRIMMED_LASTHOP."""
     out = bytearray(relength(frame[:keep]))
     out[OUTER_OFFSET] = 0x60 | dscp >> 2
@@ -378,7 +379,7 @@ def test_probe_id_edges(probe_id):
     (lambda: data_packet(ADDR, **dict(EDGE_DATA, ev=-1)), "EV"),
     (lambda: data_packet(ADDR, **dict(EDGE_DATA, msn=1 << 16)), "does not fit"),
     (lambda: sack_packet(ADDR, ev=0, dest_qpn=0, cack_psn=0, mpr=8,
-                         m=SackVerdict.ALWAYS_SKIP), "not sent"),
+                         m=SackVerdict.ALWAYS_SKIP), "never sent"),
     (lambda: sack_packet(ADDR, ev=0, dest_qpn=0, cack_psn=0, mpr=8, pr=1, ack_psn_offset=1),
      "ack_psn_offset 0"),
     (lambda: sack_packet(ADDR, ev=0, dest_qpn=0, cack_psn=0, mpr=8, probe_id=1), "probe_id"),
@@ -394,7 +395,7 @@ def test_builders_refuse_bad_fields(call, match):
         call()
 
 
-# --- SACK bitmap rule (profile 2.1) ---------------------------------------------------------------
+# --- SACK bitmap rule (docs/protocol.md 2.1) ---------------------------------------------------------------
 
 @pytest.mark.parametrize("cack,trigger,received,expected", [
     (1000, 1070, {1030, 1031, 1070}, (24, 0x0300000000020000)),        # the vector's case
