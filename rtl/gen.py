@@ -20,7 +20,9 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["TOPS", "top", "generate", "main", "write_verilog", "LICENCE_NOTICE"]
+from rtl.common.flat_top import FlatTop, has_streams
+
+__all__ = ["TOPS", "top", "generate", "main", "write_verilog", "verilog_top", "LICENCE_NOTICE"]
 
 FILELIST = "files.f"
 
@@ -32,12 +34,19 @@ LICENCE_NOTICE = """\
 """
 
 
+def verilog_top(component):
+    """``component`` as its Verilog top: wrapped in :class:`rtl.common.flat_top.FlatTop` when it
+    has stream ports, so they carry AXI-Stream names (``s_axis_tdata``, ``m_hdr_tvalid``, ...)."""
+    return FlatTop(component) if has_streams(component) else component
+
+
 def write_verilog(component, toplevel, path):
-    """Convert ``component`` to Verilog with top module ``toplevel`` into ``path`` (folders are
-    made), headed by :data:`LICENCE_NOTICE`; returns the file path."""
+    """Convert ``component`` (through :func:`verilog_top`) to Verilog with top module
+    ``toplevel`` into ``path`` (folders are made), headed by :data:`LICENCE_NOTICE`; returns the
+    file path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(component, name=toplevel, emit_src=False)
+    text = verilog.convert(verilog_top(component), name=toplevel, emit_src=False)
     path.write_text(LICENCE_NOTICE + text)
     return path
 
