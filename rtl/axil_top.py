@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from .axil_config import AXIL_ADDR_WIDTH_DEFAULT, AxilConfig, axil_members, check_bridge_params
 from .common.config import READ_LATENCY
+from .common.flat_top import forward
 
 __all__ = ["AxilTop", "CFG_MEMBERS", "AXIL_PREFIX"]
 
@@ -79,15 +80,10 @@ class AxilTop(wiring.Component):
         m.submodules.bridge = bridge = AxilConfig(addr_width=self.addr_width,
                                                   read_latency=self.read_latency,
                                                   axil_addr_width=self.axil_addr_width)
-        # Every other port of inner, straight through.
-        outer = {path: value for path, _, value in self.signature.flatten(self)}
-        for path, member, value in inner.signature.flatten(inner):
-            if path[0] in CFG_MEMBERS:
-                continue
-            if member.flow == In:
-                m.d.comb += value.eq(outer[path])
-            else:
-                m.d.comb += outer[path].eq(value)
+        # Every other member of inner, straight through.
+        for name, member in inner.signature.members.items():
+            if name not in CFG_MEMBERS:
+                forward(m, getattr(self, name), getattr(inner, name), member)
         # The AXI4-Lite port to the bridge, the bridge to inner's configuration port.
         for name, member in axil_members(AXIL_PREFIX, self.axil_addr_width).items():
             ours, theirs = getattr(self, name), getattr(bridge, name)

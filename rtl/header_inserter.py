@@ -138,7 +138,7 @@ class HeaderInserter(wiring.Component):
         nzq_bits = log_b - 2
 
         # ---------------------------------------------------------------- stage 1: frame bytes
-        rec = self.s_hdr_tdata
+        rec = self.s_hdr.p
         h_len = Signal(range(max(hlen.values()) + 1))
         h_q = Signal(range(q_max + 1))
         h_sel = Signal(range(len(offsets)))
@@ -229,13 +229,13 @@ class HeaderInserter(wiring.Component):
         icrc_hold = Signal(32)
         spill = Signal()
 
-        ce_out = ~self.m_axis_tvalid | self.m_axis_tready
+        ce_out = ~self.m_axis.valid | self.m_axis.ready
         ce_p2 = ~p2_valid | ce_out
         ce_p1 = ~p1_valid | ce_p2
         ce_r1 = ~r1_valid | ce_p1
 
         # Payload input: which lanes of the beat are payload bytes of this frame.
-        tkeep, tlast = self.s_axis_tkeep, self.s_axis_tlast
+        tkeep, tlast = self.s_axis.p.keep, self.s_axis.p.last
         expect = Signal(B)      # lanes the record still expects
         kept = Signal(B)        # lanes before the first keep = 0
         lane_ok = Signal(B)
@@ -257,16 +257,16 @@ class HeaderInserter(wiring.Component):
             at_pay.eq(beat == first_pay),
             need_in.eq(~before_pay & (rem != 0)),
             discarding.eq(discard != 0),
-            adv.eq(active & ce_r1 & (~need_in | (~discarding & self.s_axis_tvalid))),
+            adv.eq(active & ce_r1 & (~need_in | (~discarding & self.s_axis.valid))),
             consume.eq(adv & need_in),
             is_last.eq(beat == last_beat),
         ]
-        m.d.comb += self.s_axis_tready.eq(discarding | (active & ce_r1 & need_in))
+        m.d.comb += self.s_axis.ready.eq(discarding | (active & ce_r1 & need_in))
 
         cur = Signal(W)     # this beat's payload bytes, zero where there are none
         for lane in range(B):
             m.d.comb += cur[8 * lane:8 * lane + 8].eq(
-                Mux(need_in & lane_ok[lane], self.s_axis_tdata[8 * lane:8 * lane + 8], 0))
+                Mux(need_in & lane_ok[lane], self.s_axis.p.data[8 * lane:8 * lane + 8], 0))
         out = Signal(W)
         with m.Switch(sel):
             for index, r in enumerate(offsets):
@@ -275,15 +275,15 @@ class HeaderInserter(wiring.Component):
                     m.d.comb += out.eq(Mux(before_pay, hdr_sr[:W], Cat(left, cur[:8 * (B - r)])))
 
         bad_now, take = Signal(), Signal()
-        upstream_bad = tlast & self.s_axis_tuser[FrameUser.BAD]
+        upstream_bad = tlast & self.s_axis.p.user[FrameUser.BAD]
         m.d.comb += [
             bad_now.eq(bad | (consume & (short | long | upstream_bad))),
-            self.s_hdr_tready.eq((~active | (adv & is_last)) & ~discard[1]),
-            take.eq(self.s_hdr_tvalid & self.s_hdr_tready),
+            self.s_hdr.ready.eq((~active | (adv & is_last)) & ~discard[1]),
+            take.eq(self.s_hdr.valid & self.s_hdr.ready),
         ]
 
-        in_fire = self.s_axis_tvalid & self.s_axis_tready
-        discard_done = discarding & self.s_axis_tvalid & tlast
+        in_fire = self.s_axis.valid & self.s_axis.ready
+        discard_done = discarding & self.s_axis.valid & tlast
         m.d.sync += discard.eq(discard + (consume & excess)
                                + (take & ~good & (length != 0)) - discard_done)
 
@@ -379,13 +379,13 @@ class HeaderInserter(wiring.Component):
             framed.append(byte)
 
         with m.If(ce_out):
-            m.d.sync += self.m_axis_tvalid.eq(p2_valid)
+            m.d.sync += self.m_axis.valid.eq(p2_valid)
             with m.If(p2_valid):
                 m.d.sync += [
-                    self.m_axis_tdata.eq(Cat(*framed)),
-                    self.m_axis_tkeep.eq(p2_keep),
-                    self.m_axis_tlast.eq(p2_last),
-                    self.m_axis_tuser.eq(p2_user),
+                    self.m_axis.p.data.eq(Cat(*framed)),
+                    self.m_axis.p.keep.eq(p2_keep),
+                    self.m_axis.p.last.eq(p2_last),
+                    self.m_axis.p.user.eq(p2_user),
                     o_nbytes.eq(p2_nbytes),
                     spill.eq(p2_crc_end & (p2_nzq == 0)),
                 ]
@@ -393,10 +393,10 @@ class HeaderInserter(wiring.Component):
                     m.d.sync += icrc_hold.eq(icrc)
 
         # ---------------------------------------------------------------- configuration
-        out_fire = self.m_axis_tvalid & self.m_axis_tready
+        out_fire = self.m_axis.valid & self.m_axis.ready
         events = {
-            "frames_out": out_fire & self.m_axis_tlast,
-            "bad_frames_out": out_fire & self.m_axis_tlast & self.m_axis_tuser[FrameUser.BAD],
+            "frames_out": out_fire & self.m_axis.p.last,
+            "bad_frames_out": out_fire & self.m_axis.p.last & self.m_axis.p.user[FrameUser.BAD],
             "bytes_out": Mux(out_fire, o_nbytes, 0),
             "records_in": take,
             "drop_opcode": take & drop_opcode,

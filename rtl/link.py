@@ -180,21 +180,21 @@ class Link(wiring.Component):
 
         s_fire = Signal()
         write = Signal()
-        user = self.s_axis_tuser if self.user_width else []
+        user = self.s_axis.p.user if self.user_width else []
         m.d.comb += [
             # A dropped frame writes nothing: the FIFO, not full at its start, stays so.
-            self.s_axis_tready.eq(data_fifo.w_rdy),
-            s_fire.eq(self.s_axis_tvalid & self.s_axis_tready),
-            write.eq(self.s_axis_tvalid & ~drop),       # fires when data_fifo.w_rdy
+            self.s_axis.ready.eq(data_fifo.w_rdy),
+            s_fire.eq(self.s_axis.valid & self.s_axis.ready),
+            write.eq(self.s_axis.valid & ~drop),       # fires when data_fifo.w_rdy
             data_fifo.w_en.eq(write),
-            data_fifo.w_data.eq(Cat(self.s_axis_tdata, self.s_axis_tkeep, self.s_axis_tlast,
+            data_fifo.w_data.eq(Cat(self.s_axis.p.data, self.s_axis.p.keep, self.s_axis.p.last,
                                     user, beat_rate)),
             # The stamp FIFO holds a subset of the data FIFO's beats: never full when it is not.
             stamp_fifo.w_en.eq(write & data_fifo.w_rdy),
             stamp_fifo.w_data.eq(now + beat_delay - 1),
         ]
         with m.If(s_fire):
-            m.d.sync += in_frame.eq(~self.s_axis_tlast)
+            m.d.sync += in_frame.eq(~self.s_axis.p.last)
             with m.If(first):
                 m.d.sync += [
                     lfsr.eq(r),
@@ -226,12 +226,12 @@ class Link(wiring.Component):
         head = beat_layout(data_fifo.r_data)
         m_fire = Signal()
         cool = Signal(range(self.rate_max + 1), init=self.rate_max)   # cycles since a beat left
-        rate_ok = Mux(self.m_axis_tvalid, head.rate == 0, cool >= head.rate)
+        rate_ok = Mux(self.m_axis.valid, head.rate == 0, cool >= head.rate)
         load = Signal()
         m.d.comb += [
-            m_fire.eq(self.m_axis_tvalid & self.m_axis_tready),
+            m_fire.eq(self.m_axis.valid & self.m_axis.ready),
             load.eq(data_fifo.r_rdy & ((released != 0) | stamp_due) &
-                    (~self.m_axis_tvalid | self.m_axis_tready) & rate_ok),
+                    (~self.m_axis.valid | self.m_axis.ready) & rate_ok),
             data_fifo.r_en.eq(load),
         ]
         m.d.sync += released.eq(released + stamp_due - load)
@@ -242,18 +242,18 @@ class Link(wiring.Component):
 
         with m.If(load):
             m.d.sync += [
-                self.m_axis_tvalid.eq(1),
-                self.m_axis_tdata.eq(head.data),
-                self.m_axis_tkeep.eq(head.keep),
-                self.m_axis_tlast.eq(head.last),
+                self.m_axis.valid.eq(1),
+                self.m_axis.p.data.eq(head.data),
+                self.m_axis.p.keep.eq(head.keep),
+                self.m_axis.p.last.eq(head.last),
             ]
             if self.user_width:
-                m.d.sync += self.m_axis_tuser.eq(head.user)
-        with m.Elif(self.m_axis_tready):
-            m.d.sync += self.m_axis_tvalid.eq(0)
+                m.d.sync += self.m_axis.p.user.eq(head.user)
+        with m.Elif(self.m_axis.ready):
+            m.d.sync += self.m_axis.valid.eq(0)
 
-        cfg.ro(ADDR_LEVEL, "level", data_fifo.level + self.m_axis_tvalid, doc="beats held")
-        events = {"frames_passed": m_fire & self.m_axis_tlast, "frames_cut": cut_event,
+        cfg.ro(ADDR_LEVEL, "level", data_fifo.level + self.m_axis.valid, doc="beats held")
+        events = {"frames_passed": m_fire & self.m_axis.p.last, "frames_cut": cut_event,
                   "frames_lost": lost_event, "beats_passed": m_fire}
         docs = {"frames_passed": "frames passed", "frames_cut": "frames dropped by the cut",
                 "frames_lost": "frames dropped by loss", "beats_passed": "beats passed"}

@@ -5,22 +5,24 @@ interfaces of docs/protocol.md section 8."""
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from models.plane_splitter import default_core_width
-from models.records import FrameUser
+from models.records import (COMPLETION, CONTROL_RECORD, EV_EVENT, EV_MARKED, RETIRE,
+                            RETX_REQUEST, FrameUser)
 from models.rx_front import core_width as rx_core_width
 from rtl import reliability, rx_engine, tx_engine
 from rtl.common import records
+from rtl.common.axi import axi4, connect_halves
 from rtl.common.config import ConfigMap
-from rtl.common.ports import config_members, record_members
-from rtl.placement import axi_write_members
+from rtl.common.ports import axis_members, config_members, record_members
+from rtl.common.records import layout as records_layout
+from rtl.common.stream_fifo import StreamFifo
+from rtl.common.stream_merge import StreamMerge
 from rtl.reliability import Reliability
 from rtl.rx_engine import RxEngine
-from rtl.segmenter import axi_read_members
 from rtl.tick_generator import TickGenerator
 from rtl.tx_engine import TxEngine
 
@@ -58,57 +60,6 @@ def nic_addr(block, addr):
     if not 0 <= addr < 1 << width:
         raise ValueError(f"address {addr:#x} does not fit block {block} ({width} bits)")
     return index << BLOCK_SHIFT | addr
-
-
-def _stream(m, src, src_prefix, dst, dst_prefix):
-    """Connect record stream ``src_prefix`` of ``src`` to ``dst_prefix`` of ``dst``."""
-    m.d.comb += [
-        getattr(dst, f"{dst_prefix}_tdata").eq(getattr(src, f"{src_prefix}_tdata")),
-        getattr(dst, f"{dst_prefix}_tvalid").eq(getattr(src, f"{src_prefix}_tvalid")),
-        getattr(src, f"{src_prefix}_tready").eq(getattr(dst, f"{dst_prefix}_tready")),
-    ]
-
-
-def _merge(m, name, sources, dst, dst_prefix):
-    """Two record streams ``(component, prefix)`` into ``dst_prefix`` of ``dst`` round-robin,
-    through a register (one record per cycle; the first source wins a tie once, then the other).
-    Returns the register's valid."""
-    out_data = getattr(dst, f"{dst_prefix}_tdata")
-    valid = Signal(name=f"{name}_valid")
-    data = Signal(len(Value.cast(out_data)), name=f"{name}_data")
-    prefer_b = Signal(name=f"{name}_prefer_b")
-    (a, pa), (b, pb) = sources
-    a_valid, b_valid = getattr(a, f"{pa}_tvalid"), getattr(b, f"{pb}_tvalid")
-    out_ready = getattr(dst, f"{dst_prefix}_tready")
-    free = ~valid | out_ready
-    take_b = b_valid & (prefer_b | ~a_valid)
-    take_a = a_valid & ~take_b
-    m.d.comb += [
-        getattr(a, f"{pa}_tready").eq(free & take_a),
-        getattr(b, f"{pb}_tready").eq(free & take_b),
-        out_data.eq(data),
-        getattr(dst, f"{dst_prefix}_tvalid").eq(valid),
-    ]
-    with m.If(free & (take_a | take_b)):
-        m.d.sync += [
-            valid.eq(1),
-            data.eq(Mux(take_b, Value.cast(getattr(b, f"{pb}_tdata")),
-                        Value.cast(getattr(a, f"{pa}_tdata")))),
-            prefer_b.eq(take_a),
-        ]
-    with m.Elif(out_ready):
-        m.d.sync += valid.eq(0)
-    return valid
-
-
-def _fifo(m, name, src, src_prefix, depth):
-    """Record stream ``src_prefix`` of ``src`` into a FIFO of ``depth`` records (block RAM);
-    returns its read side as stream ``q`` (``q_tdata/q_tvalid/q_tready``)."""
-    data = Value.cast(getattr(src, f"{src_prefix}_tdata"))
-    fifo = m.submodules[name] = SyncFIFOBuffered(width=len(data), depth=depth)
-    m.d.comb += [fifo.w_data.eq(data), fifo.w_en.eq(getattr(src, f"{src_prefix}_tvalid")),
-                 getattr(src, f"{src_prefix}_tready").eq(fifo.w_rdy)]
-    return SimpleNamespace(q_tdata=fifo.r_data, q_tvalid=fifo.r_rdy, q_tready=fifo.r_en)
 
 
 class NicEngine(wiring.Component):
@@ -261,8 +212,7 @@ class NicEngine(wiring.Component):
             **record_members("s_wr", records.WORK_REQUEST, sink=True),
             **record_members("s_ev", records.EV_EVENT, sink=True),
             **record_members("m_cpl", records.COMPLETION, sink=False),
-            **axi_read_members("m_axi", core),
-            **axi_write_members("m_axi", core, 64),
+            "m_axi": Out(axi4(core, 64)),
             "plane_down": In(n_planes), "plane_up": Out(n_planes),
             "tick_count": Out(32),
             "trace_rel_tdata": Out(reliability.TRACE_LAYOUT), "trace_rel_tvalid": Out(1),
@@ -273,11 +223,9 @@ class NicEngine(wiring.Component):
             members[f"tap_{name}_tdata"] = Out(layout)
             members[f"tap_{name}_tvalid"] = Out(1)
         for p in range(n_planes):
-            for field, width in (("tdata", data_width), ("tkeep", data_width // 8),
-                                 ("tlast", 1), ("tvalid", 1), ("tuser", FrameUser.WIDTH)):
-                members[f"m_axis{p}_{field}"] = Out(width)
-                members[f"s{p}_axis_{field}"] = In(width)
-            members[f"m_axis{p}_tready"] = In(1)
+            members.update(axis_members(f"m_axis{p}", data_width, FrameUser.WIDTH, sink=False))
+            members.update(axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True,
+                                        always_ready=True))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -295,23 +243,23 @@ class NicEngine(wiring.Component):
         # --- host work requests: fork to the transmit engine and the reliability tap -------------
         wr = Signal(records.WORK_REQUEST)
         wr_valid, tx_took, rel_took = Signal(), Signal(), Signal()
-        tx_fire = tx.s_wr_tvalid & tx.s_wr_tready
-        rel_fire = rel.s_wr_tvalid & rel.s_wr_tready
+        tx_fire = tx.s_wr.valid & tx.s_wr.ready
+        rel_fire = rel.s_wr.valid & rel.s_wr.ready
         done = wr_valid & (tx_took | tx_fire) & (rel_took | rel_fire)
         m.d.comb += [
-            tx.s_wr_tdata.eq(wr), tx.s_wr_tvalid.eq(wr_valid & ~tx_took),
-            rel.s_wr_tdata.eq(wr), rel.s_wr_tvalid.eq(wr_valid & ~rel_took),
-            self.s_wr_tready.eq(~wr_valid | done),
+            tx.s_wr.p.eq(wr), tx.s_wr.valid.eq(wr_valid & ~tx_took),
+            rel.s_wr.p.eq(wr), rel.s_wr.valid.eq(wr_valid & ~rel_took),
+            self.s_wr.ready.eq(~wr_valid | done),
         ]
         # A work request of a QP in the error state goes to the reliability block only, which
         # completes it with QP_ERROR at once: the transmit engine never holds it, so a host
         # posting to a failed QP cannot fill its work-request table and stall the other QPs.
         in_error = Signal()
-        qpn_in = self.s_wr_tdata.qpn
+        qpn_in = self.s_wr.p.qpn
         m.d.comb += in_error.eq((qpn_in < self.n_qps) & rel.qp_error.bit_select(
             qpn_in[:max(1, (self.n_qps - 1).bit_length())], 1))
-        with m.If(self.s_wr_tvalid & self.s_wr_tready):
-            m.d.sync += [wr.eq(self.s_wr_tdata), wr_valid.eq(1), tx_took.eq(in_error),
+        with m.If(self.s_wr.valid & self.s_wr.ready):
+            m.d.sync += [wr.eq(self.s_wr.p), wr_valid.eq(1), tx_took.eq(in_error),
                          rel_took.eq(0)]
         with m.Elif(done):
             m.d.sync += wr_valid.eq(0)
@@ -323,52 +271,69 @@ class NicEngine(wiring.Component):
         # take them, and the block holds every output while one is not taken: FIFOs deep enough
         # for everything the block can have outstanding break that cycle (see the docstring).
         ring_depth = self.n_qps * self.rel.ring
-        _stream(m, tx, "m_send", rel, "s_send")
-        _stream(m, _fifo(m, "marked_fifo", tx, "m_marked", self.marked_depth), "q",
-                rel, "s_marked")
-        _stream(m, _fifo(m, "retx_fifo", rel, "m_retx", ring_depth), "q", tx, "s_retx")
-        _stream(m, rel, "m_limit", tx, "s_limit")
-        _stream(m, _fifo(m, "retire_fifo", rel, "m_retire", self.n_qps * self.rel.wr_depth),
-                "q", tx, "s_retire")
-        _stream(m, rx, "m_fb", rel, "s_fb")
-        rel_ev = _fifo(m, "ev_fifo", rel, "m_ev", ring_depth)
-        rel_ctrl = _fifo(m, "probe_fifo", rel, "m_ctrl", self.rel.probe_entries)
-        ev_busy = _merge(m, "ev_merge", [(rel_ev, "q"), (self, "s_ev")], tx, "s_ev")
-        ctrl_busy = _merge(m, "ctrl_merge", [(rx, "m_ctrl"), (rel_ctrl, "q")], tx, "s_ctrl")
-        cpl_busy = _merge(m, "cpl_merge", [(rel, "m_cpl"), (rx, "m_cpl")], self, "m_cpl")
+
+        def fifo(name, record, depth):
+            m.submodules[name] = part = StreamFifo(records_layout(record), depth)
+            return part
+
+        def merge(name, record):
+            m.submodules[name] = part = StreamMerge(records_layout(record), 2)
+            return part
+
+        connect(m, tx.m_send, rel.s_send)
+        marked = fifo("marked_fifo", EV_MARKED, self.marked_depth)
+        connect(m, tx.m_marked, marked.i)
+        connect(m, marked.o, rel.s_marked)
+        retx = fifo("retx_fifo", RETX_REQUEST, ring_depth)
+        connect(m, rel.m_retx, retx.i)
+        connect(m, retx.o, tx.s_retx)
+        connect(m, rel.m_limit, tx.s_limit)
+        retire = fifo("retire_fifo", RETIRE, self.n_qps * self.rel.wr_depth)
+        connect(m, rel.m_retire, retire.i)
+        connect(m, retire.o, tx.s_retire)
+        connect(m, rx.m_fb, rel.s_fb)
+        rel_ev = fifo("ev_fifo", EV_EVENT, ring_depth)
+        connect(m, rel.m_ev, rel_ev.i)
+        rel_ctrl = fifo("probe_fifo", CONTROL_RECORD, self.rel.probe_entries)
+        connect(m, rel.m_ctrl, rel_ctrl.i)
+        ev_merge = merge("ev_merge", EV_EVENT)
+        connect(m, rel_ev.o, ev_merge.i[0])
+        connect(m, flipped(self.s_ev), ev_merge.i[1])
+        connect(m, ev_merge.o, tx.s_ev)
+        ctrl_merge = merge("ctrl_merge", CONTROL_RECORD)
+        connect(m, rx.m_ctrl, ctrl_merge.i[0])
+        connect(m, rel_ctrl.o, ctrl_merge.i[1])
+        connect(m, ctrl_merge.o, tx.s_ctrl)
+        cpl_merge = merge("cpl_merge", COMPLETION)
+        connect(m, rel.m_cpl, cpl_merge.i[0])
+        connect(m, rx.m_cpl, cpl_merge.i[1])
+        connect(m, cpl_merge.o, flipped(self.m_cpl))
+        ev_busy, ctrl_busy, cpl_busy = ev_merge.busy, ctrl_merge.busy, cpl_merge.busy
 
         # --- host memory: one AXI4 master --------------------------------------------------------
-        for name, member in axi_read_members("m_axi", 8).items():
-            port, inner = getattr(self, name), getattr(tx, name)
-            m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
-        for name, member in axi_write_members("m_axi", 8, 12).items():
-            port, inner = getattr(self, name), getattr(rx, name)
-            m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
+        connect_halves(m, self.m_axi, read=tx.m_axi, write=rx.m_axi)
 
         # --- planes ------------------------------------------------------------------------------
         for p in range(self.n_planes):
-            for field in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-                out, into = f"m_axis{p}_{field}", f"s{p}_axis_{field}"
-                m.d.comb += [getattr(self, out).eq(getattr(tx, out)),
-                             getattr(rx, into).eq(getattr(self, into))]
-            m.d.comb += getattr(tx, f"m_axis{p}_tready").eq(getattr(self, f"m_axis{p}_tready"))
+            connect(m, getattr(tx, f"m_axis{p}"), flipped(getattr(self, f"m_axis{p}")))
+            connect(m, flipped(getattr(self, f"s{p}_axis")), getattr(rx, f"s{p}_axis"))
         m.d.comb += [tx.plane_down.eq(self.plane_down), self.plane_up.eq(tx.plane_up)]
 
         # --- traces ------------------------------------------------------------------------------
         m.d.comb += [
-            rel.m_trace_tready.eq(1),
-            self.trace_rel_tdata.eq(rel.m_trace_tdata),
-            self.trace_rel_tvalid.eq(rel.m_trace_tvalid),
+            rel.m_trace.ready.eq(1),
+            self.trace_rel_tdata.eq(rel.m_trace.p),
+            self.trace_rel_tvalid.eq(rel.m_trace.valid),
             self.trace_req_tdata.eq(tx.trace_req_tdata),
             self.trace_req_tvalid.eq(tx.trace_req_tvalid),
             self.trace_ans_tdata.eq(tx.trace_ans_tdata),
             self.trace_ans_tvalid.eq(tx.trace_ans_tvalid),
         ]
         for name, (prefix, _) in RELIABILITY_TAPS.items():
+            port = getattr(rel, prefix)
             m.d.comb += [
-                getattr(self, f"tap_{name}_tdata").eq(getattr(rel, f"{prefix}_tdata")),
-                getattr(self, f"tap_{name}_tvalid").eq(getattr(rel, f"{prefix}_tvalid") &
-                                                        getattr(rel, f"{prefix}_tready")),
+                getattr(self, f"tap_{name}_tdata").eq(port.p),
+                getattr(self, f"tap_{name}_tvalid").eq(port.valid & port.ready),
             ]
 
         # --- configuration: cfg_addr[24:23] selects the block ------------------------------------
@@ -397,12 +362,12 @@ class NicEngine(wiring.Component):
         cfg.ro(ENGINE_STATUS, "status", Cat(wr_valid, ev_busy, ctrl_busy, cpl_busy),
                doc="fork, EV merge, control merge, completion merge hold a record")
         cfg.ro(ENGINE_TICKS, "ticks", ticker.tick_count, doc="the tick count")
-        cpl = self.m_cpl_tdata
-        cpl_fire = self.m_cpl_tvalid & self.m_cpl_tready
-        for name, event in (("wr", self.s_wr_tvalid & self.s_wr_tready),
+        cpl = self.m_cpl.p
+        cpl_fire = self.m_cpl.valid & self.m_cpl.ready
+        for name, event in (("wr", self.s_wr.valid & self.s_wr.ready),
                             ("cpl_send", cpl_fire & ~cpl.is_recv),
                             ("cpl_recv", cpl_fire & cpl.is_recv),
-                            ("ev_host", self.s_ev_tvalid & self.s_ev_tready)):
+                            ("ev_host", self.s_ev.valid & self.s_ev.ready)):
             cfg.counter(ENGINE_COUNTERS[name], name, event, doc=f"{name} counter")
         cfg.finish()
         return m

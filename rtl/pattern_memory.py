@@ -10,9 +10,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from models.selftest_nic import PATTERN_SALT, PatternMemoryModel, PatternWindow
+from rtl.common.axi import axi4
 from rtl.common.ports import check_width
-from rtl.placement import axi_write_members
-from rtl.segmenter import axi_read_members
 from rtl.selftest_gen import xorshift64
 
 __all__ = ["PatternMemory", "pattern_beat", "COUNTERS"]
@@ -39,10 +38,6 @@ def pattern_beat(m, addr, data_width, name):
 def _align(addr, size):
     """``addr`` aligned down to 2^size bytes."""
     return addr & (Const((1 << len(addr)) - 1, len(addr)) << size)[:len(addr)]
-
-
-def _slave(members):
-    return {name: member.flip() for name, member in members.items()}
 
 
 class PatternMemory(wiring.Component):
@@ -103,8 +98,7 @@ class PatternMemory(wiring.Component):
         self.data_width, self.window = data_width, window
         self.addr_width, self.id_width = addr_width, id_width
         super().__init__({
-            **_slave(axi_read_members("s_axi", data_width, addr_width, id_width)),
-            **_slave(axi_write_members("s_axi", data_width, addr_width, id_width)),
+            "s_axi": In(axi4(data_width, addr_width, id_width)),
             "inject": In(1),
             **{name: Out(32) for name in COUNTERS},
         })
@@ -119,10 +113,10 @@ class PatternMemory(wiring.Component):
         (pending valid, pending registers, channel registers as a dict, handshake)."""
         pend_valid = Signal(name=f"{name}_pend_valid")
         pend = self._burst_regs(f"{name}_pend")
-        chan = {k: getattr(self, f"s_axi_{ch}{k}") for k in ("addr", "len", "size", "id")}
-        ready = getattr(self, f"s_axi_{ch}ready")
+        chan = {k: getattr(self.s_axi, f"{ch}{k}") for k in ("addr", "len", "size", "id")}
+        ready = getattr(self.s_axi, f"{ch}ready")
         m.d.comb += ready.eq(~pend_valid)
-        fire = getattr(self, f"s_axi_{ch}valid") & ready
+        fire = getattr(self.s_axi, f"{ch}valid") & ready
         return pend_valid, pend, chan, fire
 
     def _advance(self, m, free, cur, cur_valid, pend_valid, pend, chan, fire, step_beat,
@@ -166,7 +160,7 @@ class PatternMemory(wiring.Component):
         rvalid = Signal()
         rdata = Signal(W)
         armed = Signal()
-        r_fire = rvalid & self.s_axi_rready
+        r_fire = rvalid & self.s_axi.rready
         r_last = rd["len"] == 0
         r_free = ~rvalid | (r_fire & r_last)
         load_addr = Signal(self.addr_width)
@@ -179,8 +173,8 @@ class PatternMemory(wiring.Component):
             m.d.sync += rdata.eq(word ^ Mux(armed | self.inject, flip, 0))
             m.d.sync += armed.eq(0)
         m.d.comb += [
-            self.s_axi_rvalid.eq(rvalid), self.s_axi_rdata.eq(rdata),
-            self.s_axi_rlast.eq(r_last), self.s_axi_rid.eq(rd["id"]), self.s_axi_rresp.eq(0),
+            self.s_axi.rvalid.eq(rvalid), self.s_axi.rdata.eq(rdata),
+            self.s_axi.rlast.eq(r_last), self.s_axi.rid.eq(rd["id"]), self.s_axi.rresp.eq(0),
         ]
 
         def read_start(src):
@@ -204,13 +198,13 @@ class PatternMemory(wiring.Component):
         wr = self._burst_regs("wr")          # addr: this beat's; len: beats after this one
         w_active = Signal()
         m.submodules.b_fifo = b_fifo = SyncFIFOBuffered(width=self.id_width, depth=_B_DEPTH)
-        m.d.comb += self.s_axi_wready.eq(w_active & b_fifo.w_rdy)
-        w_fire = self.s_axi_wvalid & self.s_axi_wready
+        m.d.comb += self.s_axi.wready.eq(w_active & b_fifo.w_rdy)
+        w_fire = self.s_axi.wvalid & self.s_axi.wready
         w_end = w_fire & (wr["len"] == 0)
         m.d.comb += [
             b_fifo.w_en.eq(w_end), b_fifo.w_data.eq(wr["id"]),
-            self.s_axi_bvalid.eq(b_fifo.r_rdy), self.s_axi_bid.eq(b_fifo.r_data),
-            self.s_axi_bresp.eq(0), b_fifo.r_en.eq(self.s_axi_bready),
+            self.s_axi.bvalid.eq(b_fifo.r_rdy), self.s_axi.bid.eq(b_fifo.r_data),
+            self.s_axi.bresp.eq(0), b_fifo.r_en.eq(self.s_axi.bready),
         ]
 
         def write_step():
@@ -224,7 +218,7 @@ class PatternMemory(wiring.Component):
             m.d.sync += counts["write_bursts"].eq(counts["write_bursts"] + 1)
         with m.If(w_fire):
             m.d.sync += counts["write_beats"].eq(counts["write_beats"] + 1)
-        with m.If(w_fire & (self.s_axi_wlast != (wr["len"] == 0))):
+        with m.If(w_fire & (self.s_axi.wlast != (wr["len"] == 0))):
             m.d.sync += counts["last_errors"].eq(counts["last_errors"] + 1)
 
         # Check pipeline: 1) the beat registered, 2) lanes compared, 3) counted.
@@ -234,8 +228,8 @@ class PatternMemory(wiring.Component):
         c_strb = Signal(B)
         m.d.sync += c_valid.eq(w_fire)
         with m.If(w_fire):
-            m.d.sync += [c_addr.eq(wr["addr"]), c_data.eq(self.s_axi_wdata),
-                         c_strb.eq(self.s_axi_wstrb)]
+            m.d.sync += [c_addr.eq(wr["addr"]), c_data.eq(self.s_axi.wdata),
+                         c_strb.eq(self.s_axi.wstrb)]
         source = Cat(c_addr[:span_bits],
                      Const(window.source_base >> span_bits, self.addr_width - span_bits))
         expected = pattern_beat(m, source, W, "w_pattern")

@@ -10,6 +10,7 @@ from amaranth.utils import bits_for, exact_log2
 
 from models.placement import COUNTERS, INFO, burst_boundary
 from rtl.common import records
+from rtl.common.axi import axi4_write
 from rtl.common.config import ConfigMap
 from rtl.common.logic import wire
 from rtl.common.ports import axis_members, check_width, config_members, record_members
@@ -25,19 +26,10 @@ _MAX_LENGTH = (1 << 16) - 1     # PLACE_COMMAND.length is 16 bits
 
 
 def axi_write_members(prefix, data_width, addr_width, id_width=AXI_ID_WIDTH):
-    """Members of an AXI4 write master (AW, W and B channels) named as cocotbext-axi's
-    ``AxiWriteBus.from_prefix`` expects (``<prefix>_awaddr``, ...)."""
-    p = prefix
-    return {
-        f"{p}_awid": Out(id_width), f"{p}_awaddr": Out(addr_width), f"{p}_awlen": Out(8),
-        f"{p}_awsize": Out(3), f"{p}_awburst": Out(2), f"{p}_awlock": Out(1),
-        f"{p}_awcache": Out(4), f"{p}_awprot": Out(3), f"{p}_awvalid": Out(1),
-        f"{p}_awready": In(1),
-        f"{p}_wdata": Out(data_width), f"{p}_wstrb": Out(data_width // 8), f"{p}_wlast": Out(1),
-        f"{p}_wvalid": Out(1), f"{p}_wready": In(1),
-        f"{p}_bid": In(id_width), f"{p}_bresp": In(2), f"{p}_bvalid": In(1),
-        f"{p}_bready": Out(1),
-    }
+    """``{prefix: Out(axi4_write(...))}``: an AXI4 write master (AW, W and B channels); at the
+    Verilog top its signals are ``<prefix>_awaddr`` etc., as cocotbext-axi's
+    ``AxiWriteBus.from_prefix`` expects."""
+    return {prefix: Out(axi4_write(data_width, addr_width, id_width))}
 
 
 def _rotate_lanes(m, value, amount, lane_bits, name):
@@ -170,7 +162,7 @@ class Placement(wiring.Component):
         cfg = ConfigMap(m, self)
 
         # ------------------------------------------------------------ command stage and AW
-        cmd = self.s_cmd_tdata
+        cmd = self.s_cmd.p
         align = wire(m, cmd.va[:lb], lb, "c_align")
         in_beats = wire(m, (cmd.length + (n - 1)) >> lb, beat_bits, "c_in_beats")
         out_beats = wire(m, (align + cmd.length + (n - 1)) >> lb, beat_bits, "c_out_beats")
@@ -184,30 +176,30 @@ class Placement(wiring.Component):
 
         g_addr = Signal(aw)          # next burst's address
         g_left = Signal(beat_bits)   # beats of the packet still to issue on AW
-        aw_free = ~self.m_axi_awvalid | self.m_axi_awready
+        aw_free = ~self.m_axi.awvalid | self.m_axi.awready
         g_room = wire(m, boundary_beats - g_addr[lb:lb + bb], bb + 1, "g_room")
         issue = wire(m, (g_left != 0) & aw_free, 1, "g_issue")
         g_last = g_left <= g_room
         burst = wire(m, Mux(g_last, g_left, g_room), bb + 1, "g_burst")
-        take_cmd = wire(m, self.s_cmd_tvalid & self.s_cmd_tready, 1, "c_take")
+        take_cmd = wire(m, self.s_cmd.valid & self.s_cmd.ready, 1, "c_take")
         m.d.comb += [
-            self.s_cmd_tready.eq(queue.w_rdy & ((g_left == 0) | (issue & g_last))),
+            self.s_cmd.ready.eq(queue.w_rdy & ((g_left == 0) | (issue & g_last))),
             queue.w_data.eq(entry),
             queue.w_en.eq(take_cmd & has_payload),
         ]
         with m.If(issue):
             m.d.sync += [
-                self.m_axi_awvalid.eq(1), self.m_axi_awaddr.eq(g_addr),
-                self.m_axi_awlen.eq(burst - 1),
+                self.m_axi.awvalid.eq(1), self.m_axi.awaddr.eq(g_addr),
+                self.m_axi.awlen.eq(burst - 1),
                 g_addr.eq(g_addr + (burst << lb)), g_left.eq(g_left - burst),
             ]
-        with m.Elif(self.m_axi_awready):
-            m.d.sync += self.m_axi_awvalid.eq(0)
+        with m.Elif(self.m_axi.awready):
+            m.d.sync += self.m_axi.awvalid.eq(0)
         with m.If(take_cmd & has_payload & cmd.place):
             m.d.sync += [g_addr.eq(Cat(Const(0, lb), cmd.va[lb:aw])), g_left.eq(out_beats)]
         m.d.comb += [
-            self.m_axi_awid.eq(0), self.m_axi_awsize.eq(lb), self.m_axi_awburst.eq(_BURST_INCR),
-            self.m_axi_awlock.eq(0), self.m_axi_awcache.eq(AWCACHE), self.m_axi_awprot.eq(AWPROT),
+            self.m_axi.awid.eq(0), self.m_axi.awsize.eq(lb), self.m_axi.awburst.eq(_BURST_INCR),
+            self.m_axi.awlock.eq(0), self.m_axi.awcache.eq(AWCACHE), self.m_axi.awprot.eq(AWPROT),
         ]
 
         # ------------------------------------------------------------ data stage and W
@@ -226,26 +218,26 @@ class Placement(wiring.Component):
         q_place, q_align, q_last_out, q_last_in, q_in_beats, q_out_beats, q_boff = (
             queue.r_data[s] for s in _slices((1, lb, lb, lb, beat_bits, beat_bits, bb)))
 
-        tlast = self.s_axis_tlast
-        keep_eff = wire(m, Mux(tlast, _prefix_and(m, self.s_axis_tkeep, "keep_prefix"),
+        tlast = self.s_axis.p.last
+        keep_eff = wire(m, Mux(tlast, _prefix_and(m, self.s_axis.p.keep, "keep_prefix"),
                                (1 << n) - 1), n, "keep_eff")
-        rot_cur = _rotate_lanes(m, self.s_axis_tdata, d_align, 8, "rot_data")
+        rot_cur = _rotate_lanes(m, self.s_axis.p.data, d_align, 8, "rot_data")
         rot_keep = _rotate_lanes(m, keep_eff, d_align, 1, "rot_keep")
 
-        w_free = ~self.m_axi_wvalid | self.m_axi_wready
+        w_free = ~self.m_axi.wvalid | self.m_axi.wready
         emitting = wire(m, active & (out_left != 0), 1, "d_emitting")
         need_in = in_left != 0
-        go = wire(m, emitting & w_free & (~need_in | self.s_axis_tvalid), 1, "d_go")
+        go = wire(m, emitting & w_free & (~need_in | self.s_axis.valid), 1, "d_go")
         consume = wire(m, go & need_in, 1, "d_consume")
         draining = wire(m, active & (out_left == 0) & drain, 1, "d_draining")
         last_out = out_left == 1
         becomes_long = consume & (in_left == 1) & ~tlast
         drain_next = drain | becomes_long
         done = wire(m, (go & last_out & ~drain_next) |
-                    (draining & self.s_axis_tvalid & tlast), 1, "d_done")
+                    (draining & self.s_axis.valid & tlast), 1, "d_done")
         load = wire(m, (~active | done) & queue.r_rdy, 1, "d_load")
         m.d.comb += [
-            self.s_axis_tready.eq((emitting & w_free & need_in) | draining),
+            self.s_axis.ready.eq((emitting & w_free & need_in) | draining),
             queue.r_en.eq(load),
         ]
 
@@ -261,9 +253,9 @@ class Placement(wiring.Component):
 
         with m.If(go):
             m.d.sync += [
-                self.m_axi_wvalid.eq(1), self.m_axi_wdata.eq(data),
-                self.m_axi_wstrb.eq(strobe & Mux(last_out, end_mask, (1 << n) - 1)),
-                self.m_axi_wlast.eq(last_out | (d_boff == boundary_beats - 1)),
+                self.m_axi.wvalid.eq(1), self.m_axi.wdata.eq(data),
+                self.m_axi.wstrb.eq(strobe & Mux(last_out, end_mask, (1 << n) - 1)),
+                self.m_axi.wlast.eq(last_out | (d_boff == boundary_beats - 1)),
                 d_boff.eq(d_boff + 1), out_left.eq(out_left - 1), drain.eq(drain_next),
             ]
             with m.If(consume):
@@ -271,8 +263,8 @@ class Placement(wiring.Component):
                              rot_prev_keep.eq(rot_keep)]
             with m.Else():
                 m.d.sync += rot_prev_keep.eq(0)
-        with m.Elif(self.m_axi_wready):
-            m.d.sync += self.m_axi_wvalid.eq(0)
+        with m.Elif(self.m_axi.wready):
+            m.d.sync += self.m_axi.wvalid.eq(0)
         with m.If(load):
             m.d.sync += [
                 active.eq(1), d_align.eq(q_align),
@@ -285,9 +277,9 @@ class Placement(wiring.Component):
             m.d.sync += active.eq(0)
 
         # ------------------------------------------------------------ B and counters
-        m.d.comb += self.m_axi_bready.eq(1)
-        aw_fire = self.m_axi_awvalid & self.m_axi_awready
-        b_fire = self.m_axi_bvalid & self.m_axi_bready
+        m.d.comb += self.m_axi.bready.eq(1)
+        aw_fire = self.m_axi.awvalid & self.m_axi.awready
+        b_fire = self.m_axi.bvalid & self.m_axi.bready
         outstanding = Signal(32)
         m.d.sync += outstanding.eq(outstanding + aw_fire - b_fire)
 
@@ -299,16 +291,16 @@ class Placement(wiring.Component):
             "empty": take_cmd & ~has_payload,
             "placed_bytes": Mux(placing, cmd.length, 0),
             "bursts": aw_fire,
-            "beats": self.m_axi_wvalid & self.m_axi_wready,
-            "resp_okay": b_fire & ~self.m_axi_bresp[1],
-            "resp_error": b_fire & self.m_axi_bresp[1],
+            "beats": self.m_axi.wvalid & self.m_axi.wready,
+            "resp_okay": b_fire & ~self.m_axi.bresp[1],
+            "resp_error": b_fire & self.m_axi.bresp[1],
             "short_payload": short,
             "long_payload": long_payload,
         }
         for name, addr in COUNTERS.items():
             cfg.counter(addr, name, events[name], doc=name)
-        busy = active | (g_left != 0) | queue.r_rdy | self.m_axi_awvalid | \
-            self.m_axi_wvalid | (outstanding != 0)
+        busy = active | (g_left != 0) | queue.r_rdy | self.m_axi.awvalid | \
+            self.m_axi.wvalid | (outstanding != 0)
         cfg.ro(INFO["data_width"], "data_width", Const(self.data_width, 32), doc="W")
         cfg.ro(INFO["outstanding"], "outstanding", outstanding, doc="bursts not answered")
         cfg.ro(INFO["status"], "status", busy, doc="bit 0: busy")

@@ -86,8 +86,8 @@ class PlaneMerge(wiring.Component):
         self.words_bits = sizes["words_bits"]
         members = {}
         for p in range(n_planes):
-            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True)
-            del link[f"s{p}_axis_tready"]
+            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True,
+                                always_ready=True)
             members.update(link)
         members.update({
             "m_data": Out(self.core_width), "m_last": Out(1), "m_valid": Out(1), "m_ready": In(1),
@@ -107,8 +107,7 @@ class PlaneMerge(wiring.Component):
                               self.header_slots) for _ in range(N)]
         for p, buf in enumerate(bufs):
             m.submodules[f"plane{p}"] = buf
-            for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-                m.d.comb += getattr(buf, f"s_axis_{name}").eq(getattr(self, f"s{p}_axis_{name}"))
+            wiring.connect(m, wiring.flipped(getattr(self, f"s{p}_axis")), buf.s_axis)
             m.d.comb += [
                 self.plane_end[p].eq(buf.ev_end),
                 self.plane_outcome[p].eq(buf.ev_outcome),

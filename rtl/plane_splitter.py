@@ -156,9 +156,9 @@ class PlaneSplitter(wiring.Component):
             members.update(axis_members(f"m_axis{p}", data_width, FrameUser.WIDTH, sink=False))
         super().__init__(members)
 
-    def port(self, plane, name):
-        """The signal ``m_axis<plane>_<name>``."""
-        return getattr(self, f"m_axis{plane}_{name}")
+    def port(self, plane):
+        """The stream ``m_axis<plane>``."""
+        return getattr(self, f"m_axis{plane}")
 
     def elaborate(self, platform):
         m = Module()
@@ -198,7 +198,7 @@ class PlaneSplitter(wiring.Component):
         # --- records in: reservations and the route queue ----------------------------------------
         used_words = [Signal(used_bits, name=f"used_words_{p}") for p in range(npl)]
         used_frames = [Signal(frames_bits, name=f"used_frames_{p}") for p in range(npl)]
-        rec = self.s_frame_tdata
+        rec = self.s_frame.p
         rec_words = Signal(word_bits)
         m.d.comb += rec_words.eq(words_of(rec.frame_bytes))
         m.submodules.routes = routes = SyncFIFOBuffered(width=records.PLANE_FRAME.size,
@@ -208,11 +208,11 @@ class PlaneSplitter(wiring.Component):
                      for p in range(npl)))
         rec_fits = Mux(rec_bad_plane, 1, fits.bit_select(rec.plane[:max(1, ceil_log2(npl))], 1))
         m.d.comb += [
-            self.s_frame_tready.eq(routes.w_rdy & rec_fits),
+            self.s_frame.ready.eq(routes.w_rdy & rec_fits),
             routes.w_data.eq(rec.as_value()),
-            routes.w_en.eq(self.s_frame_tvalid & self.s_frame_tready),
+            routes.w_en.eq(self.s_frame.valid & self.s_frame.ready),
         ]
-        rec_fire = self.s_frame_tvalid & self.s_frame_tready
+        rec_fire = self.s_frame.valid & self.s_frame.ready
         acc = [rec_fire & (rec.plane == p) for p in range(npl)]
         m.d.comb += self.plane_ok.eq(Cat(*(
             up[p] & (used_words[p] + Mux(acc[p], rec_words, 0) + self.max_words <= D) &
@@ -224,32 +224,32 @@ class PlaneSplitter(wiring.Component):
         head_words = Signal(word_bits)
         m.d.comb += head_words.eq(words_of(head.frame_bytes))
         beat = Signal(word_bits)            # beat index in the frame (saturates at its words)
-        in_fire = self.s_axis_tvalid & self.s_axis_tready
-        in_last = in_fire & self.s_axis_tlast
-        m.d.comb += [self.s_axis_tready.eq(routes.r_rdy), routes.r_en.eq(in_last)]
-        _, first_zero = first_set(m, Cat(~self.s_axis_tkeep, Const(1, 1)), lanes + 1, "keep_end")
+        in_fire = self.s_axis.valid & self.s_axis.ready
+        in_last = in_fire & self.s_axis.p.last
+        m.d.comb += [self.s_axis.ready.eq(routes.r_rdy), routes.r_en.eq(in_last)]
+        _, first_zero = first_set(m, Cat(~self.s_axis.p.keep, Const(1, 1)), lanes + 1, "keep_end")
         nbytes = Signal(nbytes_bits)
-        m.d.comb += nbytes.eq(Mux(self.s_axis_tlast, first_zero, lanes))
+        m.d.comb += nbytes.eq(Mux(self.s_axis.p.last, first_zero, lanes))
         got_bytes = Cat(Const(0, log_lanes), beat) + nbytes
         head_plane_ok = head.plane < npl
         length_ok = got_bytes == head.frame_bytes
         commit = in_last & head_plane_ok & length_ok
         bad_length = in_last & head_plane_ok & ~length_ok
         with m.If(in_fire):
-            m.d.sync += beat.eq(Mux(self.s_axis_tlast, 0, Mux(beat < head_words, beat + 1, beat)))
+            m.d.sync += beat.eq(Mux(self.s_axis.p.last, 0, Mux(beat < head_words, beat + 1, beat)))
         m.d.comb += [
             count["frames_in"].eq(commit),
             count["bad_plane"].eq(in_last & ~head_plane_ok),
             count["bad_length"].eq(bad_length),
         ]
-        word_in = Cat(self.s_axis_tdata, nbytes, self.s_axis_tlast,
-                      self.s_axis_tlast & self.s_axis_tuser[FrameUser.BAD])
+        word_in = Cat(self.s_axis.p.data, nbytes, self.s_axis.p.last,
+                      self.s_axis.p.last & self.s_axis.p.user[FrameUser.BAD])
         entry_in = Cat(head_words, head.data, head.send)
 
         # --- the flush output register (one send record per cycle for all planes) ---------------
         flush_valid = Signal()
-        m.d.comb += self.m_flush_tvalid.eq(flush_valid)
-        flush_free = ~flush_valid | self.m_flush_tready
+        m.d.comb += self.m_flush.valid.eq(flush_valid)
+        flush_free = ~flush_valid | self.m_flush.ready
         flush_req = []
         flush_grant = []
         flush_send = []
@@ -311,15 +311,15 @@ class PlaneSplitter(wiring.Component):
             rest = w_nbytes - Cat(Const(0, exact_log2(port_lanes)), sub)
             keep = Cat(*(rest > lane for lane in range(port_lanes)))
             m.d.comb += [
-                self.port(p, "tvalid").eq(tvalid),
-                self.port(p, "tdata").eq(Array(w_data[k * W:(k + 1) * W]
+                self.port(p).valid.eq(tvalid),
+                self.port(p).p.data.eq(Array(w_data[k * W:(k + 1) * W]
                                                for k in range(ratio))[sub[:exact_log2(ratio)]]
                                          if ratio > 1 else w_data),
-                self.port(p, "tkeep").eq(Mux(tlast, keep, (1 << port_lanes) - 1)),
-                self.port(p, "tlast").eq(tlast),
-                self.port(p, "tuser").eq(tlast & w_user),
+                self.port(p).p.keep.eq(Mux(tlast, keep, (1 << port_lanes) - 1)),
+                self.port(p).p.last.eq(tlast),
+                self.port(p).p.user.eq(tlast & w_user),
             ]
-            fire = tvalid & self.port(p, "tready")
+            fire = tvalid & self.port(p).ready
             pop_word = fire & end_sub
             pop_frame = fire & tlast
             with m.If(fire):
@@ -358,9 +358,9 @@ class PlaneSplitter(wiring.Component):
             m.d.comb += flush_grant[p].eq(flush_free & any_req & (first_req == p))
         with m.If(flush_free & any_req):
             m.d.sync += [flush_valid.eq(1),
-                         self.m_flush_tdata.eq(Array(flush_send)[first_req] |
+                         self.m_flush.p.eq(Array(flush_send)[first_req] |
                                                (1 << _FLUSHED_BIT))]
-        with m.Elif(self.m_flush_tready):
+        with m.Elif(self.m_flush.ready):
             m.d.sync += flush_valid.eq(0)
 
         cfg.finish()

@@ -333,14 +333,14 @@ class Reliability(wiring.Component):
         # (The fields are assigned in the sync domain, so fields no state assigns stay 0.)
         def output(prefix):
             go = Signal(name=f"{prefix}_go")
-            valid = getattr(self, f"{prefix}_tvalid")
-            ready = getattr(self, f"{prefix}_tready")
+            port = getattr(self, prefix)
+            valid, ready = port.valid, port.ready
             with m.If(go):
                 m.d.sync += valid.eq(1)
             with m.Elif(ready):
                 m.d.sync += valid.eq(0)
             free = wire(m, ~valid | ready, 1, f"{prefix}_free")
-            return SimpleNamespace(go=go, data=getattr(self, f"{prefix}_tdata"), free=free)
+            return SimpleNamespace(go=go, data=port.p, free=free)
 
         o_retx, o_limit, o_retire, o_cpl, o_ev, o_ctrl, o_trace = (
             output(f"m_{name}") for name in ("retx", "limit", "retire", "cpl", "ev", "ctrl",
@@ -399,16 +399,16 @@ class Reliability(wiring.Component):
             m.next = "FLUSH_PICK"
 
         # Read addresses: driven per state, default the input being taken.
-        src_valid = Cat(self.s_send_tvalid, self.s_fb_tvalid, self.s_marked_tvalid,
-                        self.s_wr_tvalid)
+        src_valid = Cat(self.s_send.valid, self.s_fb.valid, self.s_marked.valid,
+                        self.s_wr.valid)
         rr_upper = Cat(*(src_valid[i] & (rr <= i) for i in range(4)))
         any_upper, idx_upper = first_set(m, rr_upper, 4, "rr_up")
         any_src, idx_all = first_set(m, src_valid, 4, "rr_all")
         pick = wire(m, Mux(any_upper, idx_upper, idx_all), 2, "pick")
-        fb_psn = field(NETH, self.s_fb_tdata.ext, "nack_psn")
+        fb_psn = field(NETH, self.s_fb.p.ext, "nack_psn")
         in_addr = Mux(pick == Source.SEND,
-                      entry_addr(qindex(self.s_send_tdata.qpn), self.s_send_tdata.psn[:rb]),
-                      entry_addr(qindex(self.s_fb_tdata.qpn), fb_psn[:rb]))
+                      entry_addr(qindex(self.s_send.p.qpn), self.s_send.p.psn[:rb]),
+                      entry_addr(qindex(self.s_fb.p.qpn), fb_psn[:rb]))
         # The read ports hold their data unless a state reads (IDLE: the input being taken).
         m.d.comb += [ev_rd.addr.eq(in_addr), ev_rd.en.eq(0), req_rd.en.eq(0),
                      retry_rd.addr.eq(in_addr), retry_rd.en.eq(0), wr_rd.en.eq(0)]
@@ -455,20 +455,20 @@ class Reliability(wiring.Component):
                     m.d.sync += rr.eq(pick + 1)
                     with m.Switch(pick):
                         with m.Case(Source.SEND):
-                            m.d.comb += self.s_send_tready.eq(1)
-                            m.d.sync += j_send.eq(self.s_send_tdata)
+                            m.d.comb += self.s_send.ready.eq(1)
+                            m.d.sync += j_send.eq(self.s_send.p)
                             m.next = "SEND"
                         with m.Case(Source.FEEDBACK):
-                            m.d.comb += self.s_fb_tready.eq(1)
-                            m.d.sync += j_fb.eq(self.s_fb_tdata)
+                            m.d.comb += self.s_fb.ready.eq(1)
+                            m.d.sync += j_fb.eq(self.s_fb.p)
                             m.next = "FB"
                         with m.Case(Source.MARKED):
-                            m.d.comb += self.s_marked_tready.eq(1)
-                            m.d.sync += j_marked.eq(self.s_marked_tdata)
+                            m.d.comb += self.s_marked.ready.eq(1)
+                            m.d.sync += j_marked.eq(self.s_marked.p)
                             m.next = "MARKED"
                         with m.Case(Source.WORK_REQUEST):
-                            m.d.comb += self.s_wr_tready.eq(1)
-                            m.d.sync += j_wr.eq(self.s_wr_tdata)
+                            m.d.comb += self.s_wr.ready.eq(1)
+                            m.d.sync += j_wr.eq(self.s_wr.p)
                             m.next = "WR"
                 m.d.comb += busy_state.eq(~synced | pend_any | tick_due)
 
@@ -902,7 +902,7 @@ class Reliability(wiring.Component):
             cfg.counter(ADDR_COUNTERS[name], name, events[name], doc=name)
         cfg.ro(ADDR_INFO, "info", Const(nq | rb << 8 | P << 12 | db << 20 | tb << 24, 32),
                doc="parameters")
-        outputs_held = Cat(*(getattr(self, f"m_{s}_tvalid") for s in
+        outputs_held = Cat(*(getattr(self, f"m_{s}").valid for s in
                              ("retx", "limit", "retire", "cpl", "ev", "ctrl", "trace"))).any()
         cfg.ro(ADDR_STATUS, "status", busy_state | outputs_held, doc="busy")
         cfg.ro(ADDR_NOW, "now", now, doc="the tick count applied")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from models.records import FrameUser
 from models.rx_front import core_width
@@ -136,8 +136,8 @@ class RxEngine(wiring.Component):
         self.n_qps = n_qps
         members = dict(config_members(ADDR_WIDTH))
         for p in range(n_planes):
-            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True)
-            del link[f"s{p}_axis_tready"]
+            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True,
+                                always_ready=True)
             members.update(link)
         members.update({
             "tick": In(1),
@@ -160,70 +160,58 @@ class RxEngine(wiring.Component):
 
         # --- planes into the front; its trace, feedback and payload out ---------------------
         for p in range(self.n_planes):
-            for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-                m.d.comb += getattr(front, f"s{p}_axis_{name}").eq(
-                    getattr(self, f"s{p}_axis_{name}"))
-        m.d.comb += [
-            self.decision_trace.eq(front.decision_trace),
-            self.m_fb_tdata.eq(front.m_fb_tdata), self.m_fb_tvalid.eq(front.m_fb_tvalid),
-            front.m_fb_tready.eq(self.m_fb_tready),
-        ]
-        for name in ("tdata", "tkeep", "tlast", "tvalid"):
-            m.d.comb += getattr(place, f"s_axis_{name}").eq(getattr(front, f"m_axis_{name}"))
-        m.d.comb += front.m_axis_tready.eq(place.s_axis_tready)
+            connect(m, flipped(getattr(self, f"s{p}_axis")), getattr(front, f"s{p}_axis"))
+        m.d.comb += self.decision_trace.eq(front.decision_trace)
+        connect(m, front.m_fb, flipped(self.m_fb))
+        connect(m, front.m_axis, place.s_axis)
 
         # --- RX_META -> RX_EVENT; VA and length wait for the verdict ------------------------
-        meta = front.m_meta_tdata
+        meta = front.m_meta.p
         pending = m.submodules.pending = SyncFIFO(width=64 + 16, depth=PENDING_DEPTH)
         for name in _EVENT_FIELDS:
-            m.d.comb += getattr(tracker.s_ev_tdata, name).eq(getattr(meta, name))
-        meta_fire = front.m_meta_tvalid & front.m_meta_tready
+            m.d.comb += getattr(tracker.s_ev.p, name).eq(getattr(meta, name))
+        meta_fire = front.m_meta.valid & front.m_meta.ready
         m.d.comb += [
-            tracker.s_ev_tvalid.eq(front.m_meta_tvalid & pending.w_rdy),
-            front.m_meta_tready.eq(tracker.s_ev_tready & pending.w_rdy),
+            tracker.s_ev.valid.eq(front.m_meta.valid & pending.w_rdy),
+            front.m_meta.ready.eq(tracker.s_ev.ready & pending.w_rdy),
             pending.w_data.eq(Cat(meta.va, meta.payload_length)),
             pending.w_en.eq(meta_fire),
             tracker.tick.eq(self.tick),
         ]
 
         # --- RX_VERDICT -> PLACE_COMMAND ----------------------------------------------------
-        verdict = tracker.m_verdict_tdata
-        cmd = place.s_cmd_tdata
-        verdict_fire = tracker.m_verdict_tvalid & tracker.m_verdict_tready
+        verdict = tracker.m_verdict.p
+        cmd = place.s_cmd.p
+        verdict_fire = tracker.m_verdict.valid & tracker.m_verdict.ready
         m.d.comb += [
             cmd.va.eq(pending.r_data[:64]), cmd.length.eq(pending.r_data[64:]),
             cmd.place.eq(verdict.placed),
-            place.s_cmd_tvalid.eq(tracker.m_verdict_tvalid & pending.r_rdy),
-            tracker.m_verdict_tready.eq(place.s_cmd_tready & pending.r_rdy),
+            place.s_cmd.valid.eq(tracker.m_verdict.valid & pending.r_rdy),
+            tracker.m_verdict.ready.eq(place.s_cmd.ready & pending.r_rdy),
             pending.r_en.eq(verdict_fire),
             self.trace_verdict.eq(verdict),
             self.trace_verdict_valid.eq(verdict_fire),
         ]
 
         # --- completions out; AXI out -------------------------------------------------------
-        m.d.comb += [
-            self.m_cpl_tdata.eq(tracker.m_cpl_tdata), self.m_cpl_tvalid.eq(tracker.m_cpl_tvalid),
-            tracker.m_cpl_tready.eq(self.m_cpl_tready),
-        ]
-        for name, member in axi_write_members("m_axi", 8, 12).items():
-            port, inner = getattr(self, name), getattr(place, name)
-            m.d.comb += inner.eq(port) if member.flow == wiring.In else port.eq(inner)
+        connect(m, tracker.m_cpl, flipped(self.m_cpl))
+        connect(m, place.m_axi, flipped(self.m_axi))
 
         # --- control records: the tracker's and the front's, round-robin --------------------
-        out_free = ~self.m_ctrl_tvalid | self.m_ctrl_tready
+        out_free = ~self.m_ctrl.valid | self.m_ctrl.ready
         prefer_front = Signal()
-        take_front = front.m_ctrl_tvalid & (prefer_front | ~tracker.m_ctrl_tvalid)
-        take_tracker = tracker.m_ctrl_tvalid & ~take_front
-        m.d.comb += [front.m_ctrl_tready.eq(out_free & take_front),
-                     tracker.m_ctrl_tready.eq(out_free & take_tracker)]
+        take_front = front.m_ctrl.valid & (prefer_front | ~tracker.m_ctrl.valid)
+        take_tracker = tracker.m_ctrl.valid & ~take_front
+        m.d.comb += [front.m_ctrl.ready.eq(out_free & take_front),
+                     tracker.m_ctrl.ready.eq(out_free & take_tracker)]
         with m.If(out_free & (take_front | take_tracker)):
             m.d.sync += [
-                self.m_ctrl_tvalid.eq(1),
-                self.m_ctrl_tdata.eq(Mux(take_front, front.m_ctrl_tdata, tracker.m_ctrl_tdata)),
+                self.m_ctrl.valid.eq(1),
+                self.m_ctrl.p.eq(Mux(take_front, front.m_ctrl.p, tracker.m_ctrl.p)),
                 prefer_front.eq(~take_front),
             ]
-        with m.Elif(self.m_ctrl_tready):
-            m.d.sync += self.m_ctrl_tvalid.eq(0)
+        with m.Elif(self.m_ctrl.ready):
+            m.d.sync += self.m_ctrl.valid.eq(0)
 
         # --- one configuration port: cfg_addr[15:12] selects the block ----------------------
         block = self.cfg_addr[_BLOCK_SHIFT:]
@@ -251,7 +239,7 @@ class RxEngine(wiring.Component):
         cfg = ConfigMap(m, own, name="engine")
         cfg.ro(ENGINE_INFO - ENGINE_BASE, "core_width", Const(self.core_width, 32),
                doc="the core width C")
-        cfg.ro(ENGINE_STATUS - ENGINE_BASE, "status", Cat(pending.r_rdy, self.m_ctrl_tvalid),
+        cfg.ro(ENGINE_STATUS - ENGINE_BASE, "status", Cat(pending.r_rdy, self.m_ctrl.valid),
                doc="frames waiting for a verdict, m_ctrl holds a record")
         cfg.finish()
         return m

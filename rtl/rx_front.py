@@ -8,7 +8,7 @@ Golden model: ``models/rx_front.py``; bench: ``tb/test_rx_front.py``.
 
 from amaranth.hdl import Const, Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import Out, connect, flipped
 
 from models.layouts import Opcode
 from models.packets import frame_length
@@ -168,8 +168,8 @@ class RxFront(wiring.Component):
         RxParser.check(C, n_qps, n_regions)
         members = dict(config_members(ADDR_WIDTH))
         for p in range(n_planes):
-            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True)
-            del link[f"s{p}_axis_tready"]
+            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True,
+                                always_ready=True)
             members.update(link)
         members.update({
             **record_members("m_meta", records.RX_META, sink=False),
@@ -187,9 +187,7 @@ class RxFront(wiring.Component):
         m.submodules.parser = parser = RxParser(self.core_width, self.n_qps, self.n_regions,
                                                 self.words_bits)
         for p in range(self.n_planes):
-            for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-                m.d.comb += getattr(merge, f"s{p}_axis_{name}").eq(
-                    getattr(self, f"s{p}_axis_{name}"))
+            connect(m, flipped(getattr(self, f"s{p}_axis")), getattr(merge, f"s{p}_axis"))
         m.d.comb += [
             parser.s_data.eq(merge.m_data),
             parser.s_last.eq(merge.m_last),
@@ -201,15 +199,8 @@ class RxFront(wiring.Component):
             parser.s_icrc_ok.eq(merge.m_icrc_ok),
             self.decision_trace.eq(merge.decision_trace),
         ]
-        for prefix in ("m_meta", "m_fb", "m_ctrl"):
-            m.d.comb += [
-                getattr(self, f"{prefix}_tdata").eq(getattr(parser, f"{prefix}_tdata")),
-                getattr(self, f"{prefix}_tvalid").eq(getattr(parser, f"{prefix}_tvalid")),
-                getattr(parser, f"{prefix}_tready").eq(getattr(self, f"{prefix}_tready")),
-            ]
-        for name in ("tdata", "tkeep", "tlast", "tvalid"):
-            m.d.comb += getattr(self, f"m_axis_{name}").eq(getattr(parser, f"m_axis_{name}"))
-        m.d.comb += parser.m_axis_tready.eq(self.m_axis_tready)
+        for prefix in ("m_meta", "m_fb", "m_ctrl", "m_axis"):
+            connect(m, getattr(parser, prefix), flipped(getattr(self, prefix)))
 
         # --- configuration ---------------------------------------------------------------------
         cfg = ConfigMap(m, self)

@@ -151,9 +151,9 @@ class RxParser(wiring.Component):
         credits = Cat(f.level <= _RECORD_DEPTH - _CREDIT for f in (meta_f, fb_f, ctrl_f, dec_f))
         for f, prefix in ((meta_f, "m_meta"), (fb_f, "m_fb"), (ctrl_f, "m_ctrl")):
             m.d.comb += [
-                getattr(self, f"{prefix}_tdata").eq(f.r_data),
-                getattr(self, f"{prefix}_tvalid").eq(f.r_rdy),
-                f.r_en.eq(getattr(self, f"{prefix}_tready")),
+                getattr(self, prefix).p.eq(f.r_data),
+                getattr(self, prefix).valid.eq(f.r_rdy),
+                f.r_en.eq(getattr(self, prefix).ready),
             ]
 
         # --- stage A: header capture, payload words ----------------------------------------------
@@ -395,7 +395,7 @@ class RxParser(wiring.Component):
         tail = d_len[:log_wb]
         keep_of_tail = Mux(tail == 0, (1 << word_bytes) - 1,
                            (Const(1, word_bytes + 1) << tail) - 1)
-        out_free = ~self.m_axis_tvalid | self.m_axis_tready
+        out_free = ~self.m_axis.valid | self.m_axis.ready
         spill_go = spill & out_free
         emit_pop = in_frame & pass_r
         pop = wire(m, pay_f.r_rdy & (in_frame | dec_f.r_rdy) & (~spill | spill_go) &
@@ -418,13 +418,13 @@ class RxParser(wiring.Component):
             m.d.sync += [spill.eq(0), left_r.eq(0)]
         emit = (pop & emit_pop) | spill_go
         with m.If(out_free):
-            m.d.sync += self.m_axis_tvalid.eq(emit)
+            m.d.sync += self.m_axis.valid.eq(emit)
             with m.If(emit):
                 final = Mux(spill, 1, left_r == 1)
                 m.d.sync += [
-                    self.m_axis_tdata.eq(realign(Mux(spill, 0, w_data))),
-                    self.m_axis_tlast.eq(final),
-                    self.m_axis_tkeep.eq(Mux(final, last_keep_r, (1 << word_bytes) - 1)),
+                    self.m_axis.p.data.eq(realign(Mux(spill, 0, w_data))),
+                    self.m_axis.p.last.eq(final),
+                    self.m_axis.p.keep.eq(Mux(final, last_keep_r, (1 << word_bytes) - 1)),
                 ]
         return m
 

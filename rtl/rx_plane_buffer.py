@@ -143,8 +143,7 @@ class RxPlaneBuffer(wiring.Component):
         self.slot_words = sizes["slot_words"]
         self.free_bits = sizes["free_bits"]
         self.words_bits = sizes["words_bits"]
-        link = axis_members("s_axis", data_width, FrameUser.WIDTH, sink=True)
-        del link["s_axis_tready"]
+        link = axis_members("s_axis", data_width, FrameUser.WIDTH, sink=True, always_ready=True)
         super().__init__({
             **link,
             "f_valid": Out(1), "f_length": Out(LENGTH_BITS), "f_words": Out(self.words_bits),
@@ -205,23 +204,23 @@ class RxPlaneBuffer(wiring.Component):
                      self.body_free.eq(free)]
 
         # --- beats into words -------------------------------------------------------------------
-        fire, last = self.s_axis_tvalid, self.s_axis_tlast
+        fire, last = self.s_axis.valid, self.s_axis.p.last
         slot_i = Signal(range(per_word))
         held = [Signal(W, name=f"held{i}") for i in range(per_word - 1)]
-        word = Cat(*[Mux(slot_i == i, self.s_axis_tdata, held[i]) for i in range(per_word - 1)],
-                   self.s_axis_tdata)
+        word = Cat(*[Mux(slot_i == i, self.s_axis.p.data, held[i]) for i in range(per_word - 1)],
+                   self.s_axis.p.data)
         word_done = fire & (last | (slot_i == per_word - 1))
         with m.If(fire):
             for i in range(per_word - 1):
                 with m.If(slot_i == i):
-                    m.d.sync += held[i].eq(self.s_axis_tdata)
+                    m.d.sync += held[i].eq(self.s_axis.p.data)
             m.d.sync += slot_i.eq(Mux(word_done, 0, slot_i + 1))
 
         # --- per-frame state ----------------------------------------------------------------------
         max_len = (1 << LENGTH_BITS) - 1
         count = Signal(LENGTH_BITS)             # bytes before this beat (saturating)
         nbytes = Signal(range(lanes + 1))
-        m.d.comb += nbytes.eq(Mux(last, sum(self.s_axis_tkeep[i] for i in range(lanes)), lanes))
+        m.d.comb += nbytes.eq(Mux(last, sum(self.s_axis.p.keep[i] for i in range(lanes)), lanes))
         total_wide = count + nbytes
         total = Signal(LENGTH_BITS)
         m.d.comb += total.eq(Mux(total_wide > max_len, max_len, total_wide))
@@ -234,7 +233,7 @@ class RxPlaneBuffer(wiring.Component):
 
         pl_beat, pl_lane = divmod(_PL_BYTE, lanes)
         beat = Signal(range(pl_beat + 2))       # beat index, saturating past the Payload Length
-        lane_byte = lambda j: self.s_axis_tdata[8 * j:8 * j + 8]
+        lane_byte = lambda j: self.s_axis.p.data[8 * j:8 * j + 8]
         payload_length = Cat(lane_byte(pl_lane + 1), lane_byte(pl_lane))
         declared = Signal(LENGTH_BITS)
         m.d.comb += declared.eq(payload_length + layouts.INNER_OFFSET)
@@ -286,7 +285,7 @@ class RxPlaneBuffer(wiring.Component):
         outcome = Signal(2)
         with m.If(~slot_ok):
             m.d.comb += outcome.eq(NO_ROOM)
-        with m.Elif(self.s_axis_tuser[FrameUser.BAD]):
+        with m.Elif(self.s_axis.p.user[FrameUser.BAD]):
             m.d.comb += outcome.eq(BAD)
         with m.Elif(room_now):
             m.d.comb += outcome.eq(STORED)
@@ -329,11 +328,11 @@ class RxPlaneBuffer(wiring.Component):
                         *((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS))
         mask_beats = mask_last // lanes + 1
         crc_beat = Signal(range(mask_beats + 1))       # beat index, saturating
-        masked = self.s_axis_tdata
+        masked = self.s_axis.p.data
         for index in reversed(range(mask_beats)):
             keep_bits, ones = self._crc_masks(index)
-            masked = Mux(crc_beat == index, (self.s_axis_tdata & keep_bits) | ones, masked)
-        lane_keep = Mux(last, Cat(*(self.s_axis_tkeep[i].replicate(8) for i in range(lanes))),
+            masked = Mux(crc_beat == index, (self.s_axis.p.data & keep_bits) | ones, masked)
+        lane_keep = Mux(last, Cat(*(self.s_axis.p.keep[i].replicate(8) for i in range(lanes))),
                         (1 << W) - 1)
         with m.If(fire):
             m.d.sync += crc_beat.eq(Mux(last, 0, Mux(crc_beat == mask_beats, crc_beat,

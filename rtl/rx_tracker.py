@@ -265,10 +265,10 @@ class RxTracker(wiring.Component):
             return qpn[:qb] if qb else Const(0, 1)
 
         # --- stage 1: search and classify (reads the state) ---------------------------------
-        ev = self.s_ev_tdata
+        ev = self.s_ev.p
         d1_valid = Signal()
         d1_fire = Signal()
-        m.d.comb += [self.s_ev_tready.eq(~d1_valid), d1_fire.eq(self.s_ev_tvalid & ~d1_valid)]
+        m.d.comb += [self.s_ev.ready.eq(~d1_valid), d1_fire.eq(self.s_ev.valid & ~d1_valid)]
 
         q1 = _wire(m, index_of(ev.qpn), max(1, qb), "s1_q")
         cack1 = _wire(m, Array(cack)[q1], _PSN_BITS, "s1_cack")
@@ -517,10 +517,10 @@ class RxTracker(wiring.Component):
                         doc=f"events with verdict {name}")
 
         # --- stage 3: output ----------------------------------------------------------------
-        v_out, c_out, p_out = self.m_verdict_tdata, self.m_ctrl_tdata, self.m_cpl_tdata
-        v_free = ~self.m_verdict_tvalid | self.m_verdict_tready
-        c_free = ~self.m_ctrl_tvalid | self.m_ctrl_tready
-        p_free = ~self.m_cpl_tvalid | self.m_cpl_tready
+        v_out, c_out, p_out = self.m_verdict.p, self.m_ctrl.p, self.m_cpl.p
+        v_free = ~self.m_verdict.valid | self.m_verdict.ready
+        c_free = ~self.m_ctrl.valid | self.m_ctrl.ready
+        p_free = ~self.m_cpl.valid | self.m_cpl.ready
 
         _, fire_q = _first_set(m, j_fire, nq, "s3_fire")
         main_go = _wire(m, rep_valid & ~j_tick & j_main & v_free & (~j_ctrl | c_free), 1,
@@ -575,21 +575,21 @@ class RxTracker(wiring.Component):
         is_nack_out = ~j_tick & j_nack
 
         with m.If(main_go):
-            m.d.sync += [self.m_verdict_tvalid.eq(1), v_out.qpn.eq(j_qpn), v_out.psn.eq(j_psn),
+            m.d.sync += [self.m_verdict.valid.eq(1), v_out.qpn.eq(j_qpn), v_out.psn.eq(j_psn),
                          v_out.verdict.eq(j_verdict),
                          v_out.placed.eq(j_verdict == RxVerdict.PLACED),
                          v_out.ticks.eq(j_ticks)]
-        with m.Elif(self.m_verdict_tready):
-            m.d.sync += self.m_verdict_tvalid.eq(0)
+        with m.Elif(self.m_verdict.ready):
+            m.d.sync += self.m_verdict.valid.eq(0)
         ctrl_load = (main_go & j_ctrl) | timer_go
         with m.If(ctrl_load):
-            m.d.sync += [self.m_ctrl_tvalid.eq(1),
+            m.d.sync += [self.m_ctrl.valid.eq(1),
                          c_out.qpn.eq(Mux(j_tick, bq, j_qpn)),
                          c_out.opcode.eq(Mux(is_nack_out, Opcode.NACK, Opcode.SACK)),
                          c_out.ev.eq(b_ev),
                          c_out.ext.eq(Mux(is_nack_out, neth, Cat(seth, cc)))]
-        with m.Elif(self.m_ctrl_tready):
-            m.d.sync += self.m_ctrl_tvalid.eq(0)
+        with m.Elif(self.m_ctrl.ready):
+            m.d.sync += self.m_ctrl.valid.eq(0)
 
         # Completions: the slot j_rp of the job's QP.
         slot_msn = Array(Array(w_msn[q]) for q in range(nq))[j_q][j_rp]
@@ -598,13 +598,13 @@ class RxTracker(wiring.Component):
                      Mux(j_rp == j_ovf_slot, CompletionStatus.WIMM_OVERFLOW,
                          CompletionStatus.QP_ERROR))
         with m.If(cpl_go):
-            m.d.sync += [self.m_cpl_tvalid.eq(1), p_out.qpn.eq(j_qpn), p_out.req_id.eq(0),
+            m.d.sync += [self.m_cpl.valid.eq(1), p_out.qpn.eq(j_qpn), p_out.req_id.eq(0),
                          p_out.msn.eq(slot_msn), p_out.status.eq(status), p_out.is_recv.eq(1),
                          p_out.has_imm.eq(1), p_out.imm.eq(slot_imm)]
             with m.If(~d2_load):
                 m.d.sync += [j_cpl.eq(j_cpl - 1), j_rp.eq(Mux(j_rp == slots - 1, 0, j_rp + 1))]
-        with m.Elif(self.m_cpl_tready):
-            m.d.sync += self.m_cpl_tvalid.eq(0)
+        with m.Elif(self.m_cpl.ready):
+            m.d.sync += self.m_cpl.valid.eq(0)
 
         cfg.counter(ADDR_COUNTERS["sack"], "sack", ctrl_load & ~is_nack_out,
                     doc="SACKs and probe answers emitted")
@@ -634,8 +634,8 @@ class RxTracker(wiring.Component):
             cfg.ro(qp_addr(q, OFF_LAST_EV), f"q{q}_last_ev", last_ev[q], doc="last EV")
         cfg.ro(ADDR_INFO, "info", Const(nq | (mpr // MPR_UNIT) << 8 | wmax << 16, 32),
                doc="n_qps, mpr / 128, wimm_max")
-        busy = d1_valid | rep_valid | (tick_pending != 0) | self.m_verdict_tvalid | \
-            self.m_ctrl_tvalid | self.m_cpl_tvalid
+        busy = d1_valid | rep_valid | (tick_pending != 0) | self.m_verdict.valid | \
+            self.m_ctrl.valid | self.m_cpl.valid
         cfg.ro(ADDR_STATUS, "status", busy, doc="busy")
         cfg.finish()
         return m

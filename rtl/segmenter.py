@@ -13,6 +13,7 @@ from models.records import FrameUser
 from models.segmenter import (COUNTERS, INFO, MAX_LENGTH, MAX_PSN_SPAN, PMTUS, QP_CONTEXT,
                               QP_STATUS, QP_STATUS_WORDS)
 from rtl.common import records
+from rtl.common.axi import axi4_read
 from rtl.common.config import ConfigMap
 from rtl.common.logic import first_set, wire
 from rtl.common.ports import axis_members, check_width, config_members, record_members
@@ -41,17 +42,10 @@ _WR_ENTRY = data.StructLayout({
 
 
 def axi_read_members(prefix, data_width, addr_width=AXI_ADDR_WIDTH, id_width=AXI_ID_WIDTH):
-    """Members of an AXI4 read master (AR and R channels) named as cocotbext-axi's
+    """``{prefix: Out(axi4_read(...))}``: an AXI4 read master (AR and R channels); at the
+    Verilog top its signals are ``<prefix>_arid`` etc., as cocotbext-axi's
     ``AxiReadBus.from_prefix(dut, prefix)`` expects."""
-    return {
-        f"{prefix}_arid": Out(id_width), f"{prefix}_araddr": Out(addr_width),
-        f"{prefix}_arlen": Out(8), f"{prefix}_arsize": Out(3), f"{prefix}_arburst": Out(2),
-        f"{prefix}_arlock": Out(1), f"{prefix}_arcache": Out(4), f"{prefix}_arprot": Out(3),
-        f"{prefix}_arvalid": Out(1), f"{prefix}_arready": In(1),
-        f"{prefix}_rid": In(id_width), f"{prefix}_rdata": In(data_width),
-        f"{prefix}_rresp": In(2), f"{prefix}_rlast": In(1), f"{prefix}_rvalid": In(1),
-        f"{prefix}_rready": Out(1),
-    }
+    return {prefix: Out(axi4_read(data_width, addr_width, id_width))}
 
 
 def _before(a, b):
@@ -272,9 +266,9 @@ class Segmenter(wiring.Component):
         # ---------------------------------------------------------------- work requests
         w_valid, w_done = Signal(), Signal()
         w = Signal(records.WORK_REQUEST)
-        m.d.comb += self.s_wr_tready.eq(~w_valid | w_done)
-        with m.If(self.s_wr_tvalid & self.s_wr_tready):
-            m.d.sync += [w_valid.eq(1), w.eq(self.s_wr_tdata)]
+        m.d.comb += self.s_wr.ready.eq(~w_valid | w_done)
+        with m.If(self.s_wr.valid & self.s_wr.ready):
+            m.d.sync += [w_valid.eq(1), w.eq(self.s_wr.p)]
         with m.Elif(w_done):
             m.d.sync += w_valid.eq(0)
 
@@ -313,24 +307,24 @@ class Segmenter(wiring.Component):
         w_end = wire(m, w_alloc + w_packets, _PSN, "wr_end_psn")
 
         # ---------------------------------------------------------------- PSN limits
-        m.d.comb += self.s_limit_tready.eq(1)
-        lim = self.s_limit_tdata
+        m.d.comb += self.s_limit.ready.eq(1)
+        lim = self.s_limit.p
         l_ok = wire(m, qp_ok(lim.qpn, enable), 1, "limit_qp_ok")
-        l_take = self.s_limit_tvalid & l_ok
+        l_take = self.s_limit.valid & l_ok
 
         # ---------------------------------------------------------------- engine
         x_valid, x_done = Signal(), Signal()
         x = Signal(records.RETX_REQUEST)
-        m.d.comb += self.s_retx_tready.eq(~x_valid | x_done)
-        with m.If(self.s_retx_tvalid & self.s_retx_tready):
-            m.d.sync += [x_valid.eq(1), x.eq(self.s_retx_tdata)]
+        m.d.comb += self.s_retx.ready.eq(~x_valid | x_done)
+        with m.If(self.s_retx.valid & self.s_retx.ready):
+            m.d.sync += [x_valid.eq(1), x.eq(self.s_retx.p)]
         with m.Elif(x_done):
             m.d.sync += x_valid.eq(0)
         t_valid, t_done = Signal(), Signal()
         t = Signal(records.RETIRE)
-        m.d.comb += self.s_retire_tready.eq(~t_valid | t_done)
-        with m.If(self.s_retire_tvalid & self.s_retire_tready):
-            m.d.sync += [t_valid.eq(1), t.eq(self.s_retire_tdata)]
+        m.d.comb += self.s_retire.ready.eq(~t_valid | t_done)
+        with m.If(self.s_retire.valid & self.s_retire.ready):
+            m.d.sync += [t_valid.eq(1), t.eq(self.s_retire.p)]
         with m.Elif(t_done):
             m.d.sync += t_valid.eq(0)
 
@@ -355,8 +349,8 @@ class Segmenter(wiring.Component):
         tq = t.qpn[:qb]
         t_head, t_cur, t_tail = Array(head)[tq], Array(cur)[tq], Array(tail)[tq]
         t_addr = Cat(t_head[:sb], tq)
-        t_in = self.s_retire_tvalid & self.s_retire_tready
-        read_q = wire(m, Mux(t_in, self.s_retire_tdata.qpn[:qb], tq), qb, "retire_read_qp")
+        t_in = self.s_retire.valid & self.s_retire.ready
+        read_q = wire(m, Mux(t_in, self.s_retire.p.qpn[:qb], tq), qb, "retire_read_qp")
         t_addr_read = Signal(len(t_addr))
         m.d.comb += [id_read.addr.eq(Cat(Array(head)[read_q][:sb], read_q)), id_read.en.eq(1)]
         m.d.sync += t_addr_read.eq(id_read.addr)
@@ -493,10 +487,10 @@ class Segmenter(wiring.Component):
         pkt = Signal(records.TX_PACKET)
         m.d.comb += [
             pkt.eq(rec_fifo.r_data),
-            self.m_pkt_tdata.eq(pkt), self.m_pkt_tvalid.eq(rec_fifo.r_rdy),
-            rec_fifo.r_en.eq(self.m_pkt_tready),
+            self.m_pkt.p.eq(pkt), self.m_pkt.valid.eq(rec_fifo.r_rdy),
+            rec_fifo.r_en.eq(self.m_pkt.ready),
         ]
-        pkt_fire = self.m_pkt_tvalid & self.m_pkt_tready
+        pkt_fire = self.m_pkt.valid & self.m_pkt.ready
 
         # ---------------------------------------------------------------- read issue
         entry_layout = data.StructLayout({"shift": lb, "beats_in": beat_bits,
@@ -518,17 +512,17 @@ class Segmenter(wiring.Component):
         ar_left = Signal(beat_bits)
         ar_room = wire(m, burst_beats - ar_word[:bbb], bbb + 1, "ar_room")
         ar_beats = wire(m, Mux(ar_left < ar_room, ar_left, ar_room), bbb + 1, "ar_beats")
-        ar_fire = self.m_axi_arvalid & self.m_axi_arready
+        ar_fire = self.m_axi.arvalid & self.m_axi.arready
         ar_end = ar_fire & (ar_left == ar_beats)
         load = wire(m, fetch_fifo.r_rdy & read_queue.w_rdy & (~ar_busy | ar_end), 1, "ar_load")
         m.d.comb += [
             fetch_fifo.r_en.eq(load), read_queue.w_en.eq(load),
-            self.m_axi_arvalid.eq(ar_busy),
-            self.m_axi_araddr.eq(Cat(Const(0, lb), ar_word)),
-            self.m_axi_arlen.eq(ar_beats - 1),
-            self.m_axi_arsize.eq(lb), self.m_axi_arburst.eq(_INCR),
-            self.m_axi_arid.eq(0), self.m_axi_arlock.eq(0),
-            self.m_axi_arcache.eq(_CACHE), self.m_axi_arprot.eq(_PROT),
+            self.m_axi.arvalid.eq(ar_busy),
+            self.m_axi.araddr.eq(Cat(Const(0, lb), ar_word)),
+            self.m_axi.arlen.eq(ar_beats - 1),
+            self.m_axi.arsize.eq(lb), self.m_axi.arburst.eq(_INCR),
+            self.m_axi.arid.eq(0), self.m_axi.arlock.eq(0),
+            self.m_axi.arcache.eq(_CACHE), self.m_axi.arprot.eq(_PROT),
         ]
         with m.If(ar_fire):
             m.d.sync += [ar_word.eq(ar_word + ar_beats), ar_left.eq(ar_left - ar_beats)]
@@ -551,17 +545,17 @@ class Segmenter(wiring.Component):
         o_data, o_keep = Signal(W), Signal(B)
         o_bytes = Signal(lb + 1)
 
-        ce_out = ~o_valid | self.m_axis_tready
+        ce_out = ~o_valid | self.m_axis.ready
         can_start = wire(m, ~active & read_queue.r_rdy & (ahead != 0) & (~flush | ce_out), 1,
                          "can_start")
         take_mid = active & ce_out
-        m.d.comb += self.m_axi_rready.eq(take_mid | can_start)
-        r_valid = self.m_axi_rvalid
+        m.d.comb += self.m_axi.rready.eq(take_mid | can_start)
+        r_valid = self.m_axi.rvalid
         start = wire(m, can_start & r_valid, 1, "packet_start")
         mid = wire(m, take_mid & r_valid, 1, "packet_beat")
         emit_flush = wire(m, flush & ce_out, 1, "packet_flush")
-        error = self.m_axi_rresp != 0
-        shifted = wire(m, Cat(hold, self.m_axi_rdata).bit_select(Cat(Const(0, 3), shift), W),
+        error = self.m_axi.rresp != 0
+        shifted = wire(m, Cat(hold, self.m_axi.rdata).bit_select(Cat(Const(0, 3), shift), W),
                        W, "realigned")
         last_keep = Cat(*(last_bytes > lane for lane in range(B)))
         m.d.comb += read_queue.r_en.eq(start)
@@ -574,7 +568,7 @@ class Segmenter(wiring.Component):
                 o_data.eq(shifted), o_last.eq(final),
                 o_keep.eq(Mux(final, last_keep, (1 << B) - 1)),
                 o_user.eq(final & (bad | error)), o_bytes.eq(Mux(final, last_bytes, B)),
-                hold.eq(self.m_axi_rdata), in_left.eq(in_left - 1), out_left.eq(out_left - 1),
+                hold.eq(self.m_axi.rdata), in_left.eq(in_left - 1), out_left.eq(out_left - 1),
                 bad.eq(bad | error),
             ]
             with m.If(in_left == 1):
@@ -584,7 +578,7 @@ class Segmenter(wiring.Component):
                          o_user.eq(bad), o_bytes.eq(last_bytes), flush.eq(0)]
         with m.If(start):
             m.d.sync += [
-                hold.eq(self.m_axi_rdata), shift.eq(head_entry.shift),
+                hold.eq(self.m_axi.rdata), shift.eq(head_entry.shift),
                 last_bytes.eq(head_entry.last_bytes), in_left.eq(head_entry.beats_in - 1),
                 out_left.eq(head_entry.beats_out), bad.eq(error),
                 active.eq(head_entry.beats_in != 1), flush.eq(head_entry.beats_in == 1),
@@ -593,11 +587,11 @@ class Segmenter(wiring.Component):
         m.d.sync += ahead.eq(ahead + pkt_payload - start)
 
         m.d.comb += [
-            self.m_axis_tvalid.eq(o_valid), self.m_axis_tdata.eq(o_data),
-            self.m_axis_tkeep.eq(o_keep), self.m_axis_tlast.eq(o_last),
-            self.m_axis_tuser.eq(o_user),
+            self.m_axis.valid.eq(o_valid), self.m_axis.p.data.eq(o_data),
+            self.m_axis.p.keep.eq(o_keep), self.m_axis.p.last.eq(o_last),
+            self.m_axis.p.user.eq(o_user),
         ]
-        out_fire = o_valid & self.m_axis_tready
+        out_fire = o_valid & self.m_axis.ready
 
         # ---------------------------------------------------------------- counters
         m.d.comb += [
@@ -606,10 +600,10 @@ class Segmenter(wiring.Component):
             events["retx_in"].eq(x_set), events["retx_drop"].eq(x_go & ~x_ok),
             events["retire_in"].eq(t_free), events["retire_drop"].eq(t_go & ~t_ok),
             events["limit_in"].eq(l_take),
-            events["limit_drop"].eq(self.s_limit_tvalid & ~l_ok),
+            events["limit_drop"].eq(self.s_limit.valid & ~l_ok),
             events["packets"].eq(pkt_fire), events["rtx_packets"].eq(pkt_fire & pkt.rtx),
             events["payload_bytes"].eq(Mux(out_fire, o_bytes, 0)),
             events["bad_packets"].eq(out_fire & o_last & o_user),
-            events["read_errors"].eq(self.m_axi_rvalid & self.m_axi_rready & error),
+            events["read_errors"].eq(self.m_axi.rvalid & self.m_axi.rready & error),
         ]
         return m

@@ -6,7 +6,7 @@ and looped back, compared with the same frames made again (``fpga/README.md``)."
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect
 from amaranth.utils import bits_for
 
 from models.selftest import STATUS_WORDS, SelfTestConfig, report_line, switch_writes
@@ -187,28 +187,25 @@ class SelfTest(wiring.Component):
                      unchecked.eq(unchecked + issue_send - issue_check)]
 
         # --- source -> header inserter ----------------------------------------------------------
-        m.d.comb += [hi.s_hdr_tdata.eq(src.m_hdr_tdata), hi.s_hdr_tvalid.eq(src.m_hdr_tvalid),
-                     src.m_hdr_tready.eq(hi.s_hdr_tready)]
-        for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-            m.d.comb += getattr(hi, f"s_axis_{name}").eq(getattr(src, f"m_axis_{name}"))
-        m.d.comb += src.m_axis_tready.eq(hi.s_axis_tready)
+        connect(m, src.m_hdr, hi.s_hdr)
+        connect(m, src.m_axis, hi.s_axis)
 
         # --- header inserter -> loop (send) or checker (check) ----------------------------------
         is_check = tags.r_data[0]
-        out_fire = hi.m_axis_tvalid & hi.m_axis_tready
-        m.d.comb += tags.r_en.eq(out_fire & hi.m_axis_tlast)
+        out_fire = hi.m_axis.valid & hi.m_axis.ready
+        m.d.comb += tags.r_en.eq(out_fire & hi.m_axis.p.last)
         link_ready = Signal()
-        send_valid = hi.m_axis_tvalid & ~is_check
+        send_valid = hi.m_axis.valid & ~is_check
         # Check frames reach the checker through a two-beat FIFO (registered handshake: the
         # header inserter's ready does not wait for the checker's comparison).
         m.submodules.exp_slice = exp_slice = SyncFIFO(width=W + B + 1, depth=_SLICE_DEPTH)
         m.d.comb += [
-            exp_slice.w_data.eq(Cat(hi.m_axis_tdata, hi.m_axis_tkeep, hi.m_axis_tlast)),
-            exp_slice.w_en.eq(hi.m_axis_tvalid & is_check),
-            hi.m_axis_tready.eq(Mux(is_check, exp_slice.w_rdy, link_ready)),
-            chk.exp_tdata.eq(exp_slice.r_data[:W]), chk.exp_tkeep.eq(exp_slice.r_data[W:W + B]),
-            chk.exp_tlast.eq(exp_slice.r_data[W + B]), chk.exp_tvalid.eq(exp_slice.r_rdy),
-            exp_slice.r_en.eq(chk.exp_tready),
+            exp_slice.w_data.eq(Cat(hi.m_axis.p.data, hi.m_axis.p.keep, hi.m_axis.p.last)),
+            exp_slice.w_en.eq(hi.m_axis.valid & is_check),
+            hi.m_axis.ready.eq(Mux(is_check, exp_slice.w_rdy, link_ready)),
+            chk.exp.p.data.eq(exp_slice.r_data[:W]), chk.exp.p.keep.eq(exp_slice.r_data[W:W + B]),
+            chk.exp.p.last.eq(exp_slice.r_data[W + B]), chk.exp.valid.eq(exp_slice.r_rdy),
+            exp_slice.r_en.eq(chk.exp.ready),
         ]
 
         # The injected error: armed by a pulse, applied to the next send frame from its first
@@ -221,44 +218,44 @@ class SelfTest(wiring.Component):
         with m.If(self.inject):
             m.d.sync += armed.eq(1)
         with m.If(send_fire):
-            m.d.sync += [beat.eq(Mux(hi.m_axis_tlast, 0, beat + 1)),
-                         first_beat.eq(hi.m_axis_tlast)]
+            m.d.sync += [beat.eq(Mux(hi.m_axis.p.last, 0, beat + 1)),
+                         first_beat.eq(hi.m_axis.p.last)]
             with m.If(first_beat & armed):
-                m.d.sync += [armed.eq(self.inject), corrupting.eq(~hi.m_axis_tlast)]
-            with m.Elif(hi.m_axis_tlast):
+                m.d.sync += [armed.eq(self.inject), corrupting.eq(~hi.m_axis.p.last)]
+            with m.Elif(hi.m_axis.p.last):
                 m.d.sync += corrupting.eq(0)
         hit = Signal()
         this_frame = Mux(first_beat, armed, corrupting)
         if self.inject_byte is None:
-            m.d.comb += hit.eq(this_frame & hi.m_axis_tlast)
+            m.d.comb += hit.eq(this_frame & hi.m_axis.p.last)
             flip = Const(1, W)
         else:
             m.d.comb += hit.eq(this_frame & (beat == self.inject_byte // B))
             flip = Const(1 << 8 * (self.inject_byte % B), W)
         tx_data = Signal(W)
-        m.d.comb += tx_data.eq(hi.m_axis_tdata ^ Mux(hit, flip, 0))
+        m.d.comb += tx_data.eq(hi.m_axis.p.data ^ Mux(hit, flip, 0))
 
         rx = {}
         if self.switch is not None:
             sw = self.switch
             m.d.comb += [
                 link_ready.eq(1),
-                sw.s0_axis_tdata.eq(tx_data), sw.s0_axis_tkeep.eq(hi.m_axis_tkeep),
-                sw.s0_axis_tlast.eq(hi.m_axis_tlast), sw.s0_axis_tvalid.eq(send_valid),
-                sw.s0_axis_tuser.eq(0),
+                sw.s0_axis.p.data.eq(tx_data), sw.s0_axis.p.keep.eq(hi.m_axis.p.keep),
+                sw.s0_axis.p.last.eq(hi.m_axis.p.last), sw.s0_axis.valid.eq(send_valid),
+                sw.s0_axis.p.user.eq(0),
             ]
             for p in range(1, cfg.ports):
-                for name in ("tdata", "tkeep", "tlast", "tvalid"):
-                    m.d.comb += getattr(sw, f"s{p}_axis_{name}").eq(
-                        getattr(sw, f"m{p}_axis_{name}"))
-                m.d.comb += [getattr(sw, f"s{p}_axis_tuser").eq(0),
-                             getattr(sw, f"m{p}_axis_tready").eq(1)]
+                # Egress p loops back into ingress p (an ingress never backpressures).
+                ingress, egress = getattr(sw, f"s{p}_axis"), getattr(sw, f"m{p}_axis")
+                m.d.comb += [ingress.p.data.eq(egress.p.data), ingress.p.keep.eq(egress.p.keep),
+                             ingress.p.last.eq(egress.p.last), ingress.valid.eq(egress.valid),
+                             ingress.p.user.eq(0), egress.ready.eq(1)]
             # Egress 0 reaches the checker through a two-beat FIFO, like the check frames.
             m.submodules.rx_slice = rx_slice = SyncFIFO(width=W + B + 1, depth=_SLICE_DEPTH)
             m.d.comb += [
-                rx_slice.w_data.eq(Cat(sw.m0_axis_tdata, sw.m0_axis_tkeep, sw.m0_axis_tlast)),
-                rx_slice.w_en.eq(sw.m0_axis_tvalid),
-                sw.m0_axis_tready.eq(rx_slice.w_rdy),
+                rx_slice.w_data.eq(Cat(sw.m0_axis.p.data, sw.m0_axis.p.keep, sw.m0_axis.p.last)),
+                rx_slice.w_en.eq(sw.m0_axis.valid),
+                sw.m0_axis.ready.eq(rx_slice.w_rdy),
             ]
             rx = {"tdata": rx_slice.r_data[:W], "tkeep": rx_slice.r_data[W:W + B],
                   "tlast": rx_slice.r_data[W + B], "tvalid": rx_slice.r_rdy,
@@ -269,19 +266,19 @@ class SelfTest(wiring.Component):
             m.d.comb += [
                 link_ready.eq(link.w_rdy),
                 link.w_en.eq(send_valid),
-                link.w_data.eq(Cat(tx_data, hi.m_axis_tkeep, hi.m_axis_tlast)),
+                link.w_data.eq(Cat(tx_data, hi.m_axis.p.keep, hi.m_axis.p.last)),
             ]
             rx = {"tdata": link.r_data[:W], "tkeep": link.r_data[W:W + B],
                   "tlast": link.r_data[W + B], "tvalid": link.r_rdy, "tready": link.r_en}
         m.d.comb += [
-            chk.rx_tdata.eq(rx["tdata"]), chk.rx_tkeep.eq(rx["tkeep"]),
-            chk.rx_tlast.eq(rx["tlast"]), chk.rx_tvalid.eq(rx["tvalid"]),
-            rx["tready"].eq(chk.rx_tready),
+            chk.rx.p.data.eq(rx["tdata"]), chk.rx.p.keep.eq(rx["tkeep"]),
+            chk.rx.p.last.eq(rx["tlast"]), chk.rx.valid.eq(rx["tvalid"]),
+            rx["tready"].eq(chk.rx.ready),
         ]
 
         # --- counters, status, report, taps ----------------------------------------------------
         counts = {name: getattr(self, f"frames_{name}") for name in COUNTERS}
-        with m.If(send_fire & hi.m_axis_tlast):
+        with m.If(send_fire & hi.m_axis.p.last):
             m.d.sync += counts["sent"].eq(counts["sent"] + 1)
         for name in ("ok", "lost"):
             with m.If(getattr(chk, f"res_{name}")):
@@ -299,11 +296,11 @@ class SelfTest(wiring.Component):
         m.d.comb += [rep.status.eq(Mux(failed, 2, Mux(checked, 1, 0))),
                      self.uart_tx.eq(rep.tx)]
         m.d.comb += [
-            self.tap_tx_tdata.eq(tx_data), self.tap_tx_tkeep.eq(hi.m_axis_tkeep),
-            self.tap_tx_tlast.eq(hi.m_axis_tlast), self.tap_tx_tvalid.eq(send_valid),
+            self.tap_tx_tdata.eq(tx_data), self.tap_tx_tkeep.eq(hi.m_axis.p.keep),
+            self.tap_tx_tlast.eq(hi.m_axis.p.last), self.tap_tx_tvalid.eq(send_valid),
             self.tap_tx_tready.eq(link_ready),
-            self.tap_rx_tdata.eq(chk.rx_tdata), self.tap_rx_tkeep.eq(chk.rx_tkeep),
-            self.tap_rx_tlast.eq(chk.rx_tlast), self.tap_rx_tvalid.eq(chk.rx_tvalid),
-            self.tap_rx_tready.eq(chk.rx_tready),
+            self.tap_rx_tdata.eq(chk.rx.p.data), self.tap_rx_tkeep.eq(chk.rx.p.keep),
+            self.tap_rx_tlast.eq(chk.rx.p.last), self.tap_rx_tvalid.eq(chk.rx.valid),
+            self.tap_rx_tready.eq(chk.rx.ready),
         ]
         return m

@@ -76,16 +76,16 @@ class FrameChecker(wiring.Component):
         both = Signal()
         differ = Signal()
         ahead = Signal(16)
-        m.d.comb += both.eq(self.exp_tvalid & self.rx_tvalid)
+        m.d.comb += both.eq(self.exp.valid & self.rx.valid)
 
         def seq(data):
             return Cat(data[8:16], data[:8])
 
-        m.d.comb += ahead.eq(seq(self.rx_tdata) - seq(self.exp_tdata))
-        diff_lanes = [(self.exp_tdata[8 * k:8 * k + 8] != self.rx_tdata[8 * k:8 * k + 8]) &
-                      self.exp_tkeep[k] for k in range(lanes)]
-        m.d.comb += differ.eq((self.exp_tkeep != self.rx_tkeep) |
-                              (self.exp_tlast != self.rx_tlast) | Cat(*diff_lanes).any())
+        m.d.comb += ahead.eq(seq(self.rx.p.data) - seq(self.exp.p.data))
+        diff_lanes = [(self.exp.p.data[8 * k:8 * k + 8] != self.rx.p.data[8 * k:8 * k + 8]) &
+                      self.exp.p.keep[k] for k in range(lanes)]
+        m.d.comb += differ.eq((self.exp.p.keep != self.rx.p.keep) |
+                              (self.exp.p.last != self.rx.p.last) | Cat(*diff_lanes).any())
         m.d.sync += [self.res_ok.eq(0), self.res_bad.eq(0), self.res_lost.eq(0),
                      self.res_extra.eq(0)]
 
@@ -97,7 +97,7 @@ class FrameChecker(wiring.Component):
         with m.FSM():
             with m.State("compare"):
                 pair = both & (~fresh | (ahead == 0))
-                m.d.comb += [self.exp_tready.eq(pair), self.rx_tready.eq(pair)]
+                m.d.comb += [self.exp.ready.eq(pair), self.rx.ready.eq(pair)]
                 with m.If(both & fresh & (ahead != 0)):
                     with m.If(ahead < self.window):
                         m.d.sync += lost.eq(1)
@@ -106,35 +106,35 @@ class FrameChecker(wiring.Component):
                         m.next = "drain_extra"
                 with m.Elif(pair):
                     m.d.sync += [wait.eq(0), fresh.eq(0)]
-                    with m.If(self.exp_tlast & self.rx_tlast):
+                    with m.If(self.exp.p.last & self.rx.p.last):
                         result(err | differ, 0)
-                    with m.Elif(self.exp_tlast):
+                    with m.Elif(self.exp.p.last):
                         m.d.sync += err.eq(1)
                         m.next = "drain_rx"
-                    with m.Elif(self.rx_tlast):
+                    with m.Elif(self.rx.p.last):
                         m.d.sync += err.eq(1)
                         m.next = "drain_exp"
                     with m.Else():
                         m.d.sync += err.eq(err | differ)
-                with m.Elif(self.exp_tvalid & ~self.rx_tvalid):
+                with m.Elif(self.exp.valid & ~self.rx.valid):
                     with m.If(wait == self.timeout - 1):
                         m.d.sync += [wait.eq(0), lost.eq(1)]
                         m.next = "drain_exp"
                     with m.Else():
                         m.d.sync += wait.eq(wait + 1)
             with m.State("drain_rx"):
-                m.d.comb += self.rx_tready.eq(1)
-                with m.If(self.rx_tvalid & self.rx_tlast):
+                m.d.comb += self.rx.ready.eq(1)
+                with m.If(self.rx.valid & self.rx.p.last):
                     result(1, 0)
                     m.next = "compare"
             with m.State("drain_exp"):
-                m.d.comb += self.exp_tready.eq(1)
-                with m.If(self.exp_tvalid & self.exp_tlast):
+                m.d.comb += self.exp.ready.eq(1)
+                with m.If(self.exp.valid & self.exp.p.last):
                     result(1, lost)
                     m.next = "compare"
             with m.State("drain_extra"):
-                m.d.comb += self.rx_tready.eq(1)
-                with m.If(self.rx_tvalid & self.rx_tlast):
+                m.d.comb += self.rx.ready.eq(1)
+                with m.If(self.rx.valid & self.rx.p.last):
                     m.d.sync += self.res_extra.eq(1)
                     m.next = "compare"
         return m

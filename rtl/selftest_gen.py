@@ -144,7 +144,7 @@ class FrameSource(wiring.Component):
         # --- the record ----------------------------------------------------------------------
         nr = Signal(64)
         m.d.comb += nr.eq(~r)
-        rec = self.m_hdr_tdata
+        rec = self.m_hdr.p
         m.d.comb += [
             rec.eth_dst.eq(Cat(r[:32], seq[:16])), rec.eth_src.eq(r[16:]),
             rec.dscp.eq(Dscp.TRIMMABLE), rec.ecn.eq(r[40:42]), rec.flow_label.eq(r[20:40]),
@@ -155,24 +155,24 @@ class FrameSource(wiring.Component):
             rec.ackreq.eq(r[63]), rec.rtx.eq(r[62]), rec.psn.eq(seq[:24]),
             rec.ext.eq(Cat(r, nr, _rot32(r), r, seq)),
             rec.length.eq(length),
-            self.m_hdr_tvalid.eq(hdr_valid),
+            self.m_hdr.valid.eq(hdr_valid),
         ]
         assert len(Cat(r, nr, _rot32(r), r, seq)) == EXT_WIDTH
-        with m.If(self.m_hdr_tvalid & self.m_hdr_tready):
+        with m.If(self.m_hdr.valid & self.m_hdr.ready):
             m.d.sync += [hdr_valid.eq(0), pay_valid.eq(length != 0), remaining.eq(length),
                          last.eq(length <= lanes_b), keep.eq(keep_of(length))]
 
         # --- the payload ---------------------------------------------------------------------
         m.d.comb += [
-            self.m_axis_tdata.eq(Cat(*lanes)),
-            self.m_axis_tkeep.eq(keep),
-            self.m_axis_tlast.eq(last),
-            self.m_axis_tvalid.eq(pay_valid),
-            self.m_axis_tuser.eq(0),
+            self.m_axis.p.data.eq(Cat(*lanes)),
+            self.m_axis.p.keep.eq(keep),
+            self.m_axis.p.last.eq(last),
+            self.m_axis.valid.eq(pay_valid),
+            self.m_axis.p.user.eq(0),
         ]
         rest = Signal.like(remaining)
         m.d.comb += rest.eq(remaining - lanes_b)
-        with m.If(self.m_axis_tvalid & self.m_axis_tready):
+        with m.If(self.m_axis.valid & self.m_axis.ready):
             m.d.sync += [remaining.eq(rest), last.eq(rest <= lanes_b), keep.eq(keep_of(rest)),
                          *[lane.eq(xorshift64(lane)) for lane in lanes]]
             with m.If(last):

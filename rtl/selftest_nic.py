@@ -6,7 +6,7 @@ placed byte (``fpga/README.md``)."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect
 
 from models.layouts import DATA_OPCODES
 from models.packets import frame_length
@@ -283,29 +283,23 @@ class SelfTestNic(wiring.Component):
         # --- host side: work requests, completions, memory -------------------------------------
         m.d.comb += [
             gen.enable.eq(self.enable & self.ready),
-            nic.s_wr_tdata.eq(gen.m_wr_tdata), nic.s_wr_tvalid.eq(gen.m_wr_tvalid),
-            gen.m_wr_tready.eq(nic.s_wr_tready),
-            gen.s_cpl_tdata.eq(nic.m_cpl_tdata), gen.s_cpl_tvalid.eq(nic.m_cpl_tvalid),
-            nic.m_cpl_tready.eq(gen.s_cpl_tready),
-            nic.s_ev_tvalid.eq(0), nic.plane_down.eq(0),
+            nic.s_ev.valid.eq(0), nic.plane_down.eq(0),
             mem.inject.eq(self.inject),
         ]
-        for name, member in nic.signature.members.items():
-            if name.startswith("m_axi_"):
-                inner = getattr(mem, "s_axi_" + name[len("m_axi_"):])
-                outer = getattr(nic, name)
-                m.d.comb += inner.eq(outer) if member.flow == Out else outer.eq(inner)
+        connect(m, gen.m_wr, nic.s_wr)
+        connect(m, nic.m_cpl, gen.s_cpl)
+        connect(m, nic.m_axi, mem.s_axi)
 
         # --- the loop: NIC plane 0 <-> switch port 0; port 1 idle ------------------------------
         m.d.comb += [
-            sw.s0_axis_tdata.eq(nic.m_axis0_tdata), sw.s0_axis_tkeep.eq(nic.m_axis0_tkeep),
-            sw.s0_axis_tlast.eq(nic.m_axis0_tlast), sw.s0_axis_tvalid.eq(nic.m_axis0_tvalid),
-            sw.s0_axis_tuser.eq(nic.m_axis0_tuser), nic.m_axis0_tready.eq(1),
-            nic.s0_axis_tdata.eq(sw.m0_axis_tdata), nic.s0_axis_tkeep.eq(sw.m0_axis_tkeep),
-            nic.s0_axis_tlast.eq(sw.m0_axis_tlast),
-            nic.s0_axis_tvalid.eq(sw.m0_axis_tvalid), nic.s0_axis_tuser.eq(0),
-            sw.m0_axis_tready.eq(1),
-            sw.s1_axis_tvalid.eq(0), sw.m1_axis_tready.eq(1),
+            sw.s0_axis.p.data.eq(nic.m_axis0.p.data), sw.s0_axis.p.keep.eq(nic.m_axis0.p.keep),
+            sw.s0_axis.p.last.eq(nic.m_axis0.p.last), sw.s0_axis.valid.eq(nic.m_axis0.valid),
+            sw.s0_axis.p.user.eq(nic.m_axis0.p.user), nic.m_axis0.ready.eq(1),
+            nic.s0_axis.p.data.eq(sw.m0_axis.p.data), nic.s0_axis.p.keep.eq(sw.m0_axis.p.keep),
+            nic.s0_axis.p.last.eq(sw.m0_axis.p.last),
+            nic.s0_axis.valid.eq(sw.m0_axis.valid), nic.s0_axis.p.user.eq(0),
+            sw.m0_axis.ready.eq(1),
+            sw.s1_axis.valid.eq(0), sw.m1_axis.ready.eq(1),
         ]
 
         # --- counters, status, report ----------------------------------------------------------

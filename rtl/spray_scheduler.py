@@ -320,7 +320,7 @@ class SprayScheduler(wiring.Component):
             cfg.counter(ADDR_COUNTERS[name], name, count[name])
 
         # --- decision pipeline: B (avoid compare), C (decision), D (answer) -------------------
-        req, ev_in = self.s_req_tdata, self.s_ev_tdata
+        req, ev_in = self.s_req.p, self.s_ev.p
         b_valid, c_valid, d_valid = Signal(), Signal(), Signal()
         b_q, c_q = Signal(qb), Signal(qb)
         b_qpn, c_qpn, d_qpn = Signal(24), Signal(24), Signal(24)
@@ -330,7 +330,7 @@ class SprayScheduler(wiring.Component):
         c_avoid_on, c_avoid_plane, c_hide = Signal(), Signal(EV_PLANE_BITS), Signal(A)
         d_found, d_plane, d_slot, d_pos = Signal(), Signal(plw), Signal(pw), Signal(pw)
 
-        d_ready = ~d_valid | self.m_ans_tready
+        d_ready = ~d_valid | self.m_ans.ready
         c_adv = c_valid & d_ready
         b_adv = b_valid & (~c_valid | c_adv)
         pipe_empty = ~b_valid & ~c_valid
@@ -340,13 +340,13 @@ class SprayScheduler(wiring.Component):
         req_turn = Signal()              # after an event, one waiting request goes first
         req_fire = Signal()
         ev_fire = Signal()
-        req_block = cmd_pending | ~engine_idle | (self.s_ev_tvalid & ~req_turn)
+        req_block = cmd_pending | ~engine_idle | (self.s_ev.valid & ~req_turn)
         m.d.comb += [
-            self.s_req_tready.eq(~req_block & (~b_valid | b_adv)),
-            req_fire.eq(self.s_req_tvalid & self.s_req_tready),
-            self.s_ev_tready.eq(engine_idle & ~cmd_pending & pipe_empty &
-                                ~(req_turn & self.s_req_tvalid)),
-            ev_fire.eq(self.s_ev_tvalid & self.s_ev_tready),
+            self.s_req.ready.eq(~req_block & (~b_valid | b_adv)),
+            req_fire.eq(self.s_req.valid & self.s_req.ready),
+            self.s_ev.ready.eq(engine_idle & ~cmd_pending & pipe_empty &
+                                ~(req_turn & self.s_req.valid)),
+            ev_fire.eq(self.s_ev.valid & self.s_ev.ready),
         ]
         with m.If(ev_fire):
             m.d.sync += req_turn.eq(1)
@@ -448,11 +448,11 @@ class SprayScheduler(wiring.Component):
                 d_slot.eq(Mux(found, sel_pos ^ sel_lfsr[:ab], 0)),
                 d_pos.eq(Mux(found, sel_pos, 0)),
             ]
-        with m.Elif(self.m_ans_tready):
+        with m.Elif(self.m_ans.ready):
             m.d.sync += d_valid.eq(0)
-        ans = self.m_ans_tdata
+        ans = self.m_ans.p
         m.d.comb += [
-            self.m_ans_tvalid.eq(d_valid),
+            self.m_ans.valid.eq(d_valid),
             ans.qpn.eq(d_qpn), ans.found.eq(d_found), ans.plane.eq(d_plane),
             ans.slot.eq(d_slot), ans.position.eq(d_pos),
             ans.ev.eq(Mux(d_found, _pick(rp_ans.data, d_slot, A, _EV_BITS), 0)),
@@ -562,7 +562,7 @@ class SprayScheduler(wiring.Component):
 
         mk_first_any, mk_first = _first_set(m, e_marked, A, "marked_first")
         mk_last = _wire(m, (e_marked & (e_marked - 1)) == 0, 1, "marked_last")
-        marked_out = self.m_marked_tdata
+        marked_out = self.m_marked.p
 
         def write_slot(index, ev, state):
             for s in range(A):
@@ -688,18 +688,18 @@ class SprayScheduler(wiring.Component):
                 # The EVs the marked slots held: the plane word read in LOAD is still on the
                 # read port (it is not enabled again before the engine is idle).
                 m.d.comb += [
-                    self.m_marked_tvalid.eq(1),
+                    self.m_marked.valid.eq(1),
                     marked_out.ev.eq(_pick(page_ev, mk_first, A, _EV_BITS)),
                     marked_out.valid.eq(1), marked_out.last.eq(mk_last),
                 ]
-                with m.If(self.m_marked_tready):
+                with m.If(self.m_marked.ready):
                     m.d.sync += e_marked.eq(e_marked & (e_marked - 1))
                     with m.If(mk_last):
                         m.next = "IDLE"
 
             with m.State("EMIT_NONE"):
-                m.d.comb += [self.m_marked_tvalid.eq(1), marked_out.last.eq(1)]
-                with m.If(self.m_marked_tready):
+                m.d.comb += [self.m_marked.valid.eq(1), marked_out.last.eq(1)]
+                with m.If(self.m_marked.ready):
                     m.next = "IDLE"
 
         # Registers written by a decision or by the engine's commit.

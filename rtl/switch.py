@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import Out, connect, flipped
 from amaranth.utils import ceil_log2
 
 from models.records import FrameUser
@@ -222,8 +222,8 @@ class Switch(wiring.Component):
         self.port_width = port_width(ports)
         members = dict(config_members())
         for p in range(ports):
-            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True)
-            del link[f"s{p}_axis_tready"]
+            link = axis_members(f"s{p}_axis", data_width, FrameUser.WIDTH, sink=True,
+                                always_ready=True)
             members.update(link)
             members.update(axis_members(f"m{p}_axis", data_width, 0, sink=False))
         members["decision_trace"] = Out(trace_layout(ports))
@@ -241,8 +241,7 @@ class Switch(wiring.Component):
                                   max_frame=cfgp.max_frame)
             m.submodules[f"ingress{p}"] = block
             ingress.append(block)
-            for name in ("tdata", "tkeep", "tlast", "tvalid", "tuser"):
-                m.d.comb += getattr(block, f"s_axis_{name}").eq(getattr(self, f"s{p}_axis_{name}"))
+            connect(m, flipped(getattr(self, f"s{p}_axis")), block.s_axis)
         m.submodules.arbiter = arbiter = SwitchArbiter(ports=K, core_width=C,
                                                        bytes_width=ingress[0].bytes_width)
         for p, block in enumerate(ingress):
@@ -258,13 +257,13 @@ class Switch(wiring.Component):
         m.submodules.un = un = UnStage(data_width=C, table_depth=cfgp.table_depth,
                                        port_width=self.port_width, decision_port=True)
         m.d.comb += [
-            un.s_axis_tdata.eq(arbiter.m_axis_tdata),
-            un.s_axis_tkeep.eq(arbiter.m_axis_tkeep),
-            un.s_axis_tlast.eq(arbiter.m_axis_tlast),
-            un.s_axis_tvalid.eq(arbiter.m_axis_tvalid),
-            un.s_axis_tuser.eq(0),
-            arbiter.m_axis_tready.eq(un.s_axis_tready),
-            un.m_axis_tready.eq(1),             # the egress ports never backpressure
+            un.s_axis.p.data.eq(arbiter.m_axis.p.data),
+            un.s_axis.p.keep.eq(arbiter.m_axis.p.keep),
+            un.s_axis.p.last.eq(arbiter.m_axis.p.last),
+            un.s_axis.valid.eq(arbiter.m_axis.valid),
+            un.s_axis.p.user.eq(0),
+            arbiter.m_axis.ready.eq(un.s_axis.ready),
+            un.m_axis.ready.eq(1),             # the egress ports never backpressure
             un.cfg_addr.eq(self.cfg_addr),      # the stage's addresses are all below 0x8000
             un.cfg_wdata.eq(self.cfg_wdata),
             un.cfg_we.eq(self.cfg_we),
@@ -283,13 +282,13 @@ class Switch(wiring.Component):
 
         # --- the core stream after the stage: s0 (decisions), s1 (writes) ------------------------
         mid = Signal()               # inside a frame on s0
-        with m.If(un.m_axis_tvalid):
-            m.d.sync += mid.eq(~un.m_axis_tlast)
+        with m.If(un.m_axis.valid):
+            m.d.sync += mid.eq(~un.m_axis.p.last)
         s1_valid = Signal()
         s1_data = Signal(C)
         s1_last = Signal()
-        m.d.sync += [s1_valid.eq(un.m_axis_tvalid), s1_data.eq(un.m_axis_tdata),
-                     s1_last.eq(un.m_axis_tlast)]
+        m.d.sync += [s1_valid.eq(un.m_axis.valid), s1_data.eq(un.m_axis.p.data),
+                     s1_last.eq(un.m_axis.p.last)]
 
         # --- configuration ---------------------------------------------------------------------
         rdata = Signal(32)
@@ -319,10 +318,10 @@ class Switch(wiring.Component):
             egress.append(block)
             ctrl_now = now(port_reg(p, REG_CTRL), ctrl)
             m.d.comb += [
-                block.c_valid.eq(un.m_axis_tvalid),
+                block.c_valid.eq(un.m_axis.valid),
                 block.c_first.eq(~mid),
-                block.c_dest.eq(un.m_axis_tdest),
-                block.c_head.eq(un.m_axis_tdata[:HEAD_BYTES * 8]),
+                block.c_dest.eq(un.m_axis.p.dest),
+                block.c_head.eq(un.m_axis.p.data[:HEAD_BYTES * 8]),
                 block.w_valid.eq(s1_valid),
                 block.w_data.eq(s1_data),
                 block.w_last.eq(s1_last),
@@ -346,13 +345,7 @@ class Switch(wiring.Component):
                 cfg.counter(egress_counter(p, name), f"{name}{p}", events[name],
                             doc=f"egress {p}: {name.replace('_', ' ')}")
 
-            m.d.comb += [
-                getattr(self, f"m{p}_axis_tdata").eq(block.m_axis_tdata),
-                getattr(self, f"m{p}_axis_tkeep").eq(block.m_axis_tkeep),
-                getattr(self, f"m{p}_axis_tlast").eq(block.m_axis_tlast),
-                getattr(self, f"m{p}_axis_tvalid").eq(block.m_axis_tvalid),
-                block.m_axis_tready.eq(getattr(self, f"m{p}_axis_tready")),
-            ]
+            connect(m, block.m_axis, flipped(getattr(self, f"m{p}_axis")))
 
         # --- per-ingress counters ----------------------------------------------------------------
         decided = [un.dec_valid & (source == p) for p in range(K)]

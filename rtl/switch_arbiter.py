@@ -10,6 +10,8 @@ from amaranth.utils import exact_log2
 
 from models.switch import MAX_PORTS, port_width
 
+from .common.ports import axis_members
+
 __all__ = ["SwitchArbiter"]
 
 
@@ -63,11 +65,7 @@ class SwitchArbiter(wiring.Component):
             "f_take": Out(ports),
             "rd_en": Out(ports),
             "rd_data": In(data.ArrayLayout(core_width, ports)),
-            "m_axis_tdata": Out(core_width),
-            "m_axis_tkeep": Out(word_bytes),
-            "m_axis_tlast": Out(1),
-            "m_axis_tvalid": Out(1),
-            "m_axis_tready": In(1),
+            **axis_members("m_axis", core_width, 0, sink=False),
             "grant": Out(1),
             "grant_port": Out(port_width(ports)),
         })
@@ -110,12 +108,12 @@ class SwitchArbiter(wiring.Component):
         remaining = Signal(range(max_words + 1))        # words still to issue
         keep_held = Signal(word_bytes)
         out_port = Signal(range(ports))
-        free = ~self.m_axis_tvalid | self.m_axis_tready
+        free = ~self.m_axis.valid | self.m_axis.ready
         all_ones = (1 << word_bytes) - 1
 
         with m.If(free):
             with m.If(remaining == 0):
-                m.d.sync += self.m_axis_tvalid.eq(any_valid)
+                m.d.sync += self.m_axis.valid.eq(any_valid)
                 with m.If(any_valid):
                     m.d.comb += [
                         self.grant.eq(1),
@@ -128,20 +126,20 @@ class SwitchArbiter(wiring.Component):
                         remaining.eq(words - 1),
                         keep_held.eq(last_keep),
                         out_port.eq(chosen),
-                        self.m_axis_tlast.eq(words == 1),
-                        self.m_axis_tkeep.eq(Mux(words == 1, last_keep, all_ones)),
+                        self.m_axis.p.last.eq(words == 1),
+                        self.m_axis.p.keep.eq(Mux(words == 1, last_keep, all_ones)),
                     ]
             with m.Else():
                 m.d.comb += self.rd_en.bit_select(current, 1).eq(1)
                 m.d.sync += [
-                    self.m_axis_tvalid.eq(1),
+                    self.m_axis.valid.eq(1),
                     remaining.eq(remaining - 1),
                     out_port.eq(current),
-                    self.m_axis_tlast.eq(remaining == 1),
-                    self.m_axis_tkeep.eq(Mux(remaining == 1, keep_held, all_ones)),
+                    self.m_axis.p.last.eq(remaining == 1),
+                    self.m_axis.p.keep.eq(Mux(remaining == 1, keep_held, all_ones)),
                 ]
         m.d.comb += [
             self.grant_port.eq(chosen),
-            self.m_axis_tdata.eq(self.rd_data[out_port]),
+            self.m_axis.p.data.eq(self.rd_data[out_port]),
         ]
         return m

@@ -20,7 +20,7 @@ from models.switch_queue import (CONTROL_BURST, CONTROL_DSCPS, LFSR_SEED_DEFAULT
                                  TRIMMABLE_DSCPS)
 
 from .common.headers import field, lane_bit
-from .common.ports import check_width
+from .common.ports import axis_members, check_width
 
 __all__ = ["SwitchEgressPort", "HEAD_BYTES", "THRESHOLD_BITS", "queue_beats", "descriptor_depth"]
 
@@ -165,8 +165,7 @@ class SwitchEgressPort(wiring.Component):
             "up": In(1), "fabric_facing": In(1),
             "kmin": In(THRESHOLD_BITS), "kmax": In(THRESHOLD_BITS),
             "seed_we": In(1), "seed": In(16),
-            "m_axis_tdata": Out(data_width), "m_axis_tkeep": Out(beat_bytes),
-            "m_axis_tlast": Out(1), "m_axis_tvalid": Out(1), "m_axis_tready": In(1),
+            **axis_members("m_axis", data_width, 0, sink=False),
             "admit": Out(1), "dequeue": Out(1),
             "ev_trimmed": Out(1), "ev_marked": Out(1), "ev_full": Out(1),
             "ev_down": Out(self.frames_width + 1),
@@ -448,7 +447,7 @@ class SwitchEgressPort(wiring.Component):
             last_keep.eq(Mux(deq, keep_of(deq_len), r_keep)),
         ]
         written_now = Mux(queue_now, written[1], written[0])
-        free = ~self.m_axis_tvalid | self.m_axis_tready
+        free = ~self.m_axis.valid | self.m_axis.ready
         issue = Signal()
         m.d.comb += issue.eq(free & (left != 0) & (pos != written_now))
         r_cap = Mux(queue_now, caps[1], caps[0])
@@ -471,12 +470,12 @@ class SwitchEgressPort(wiring.Component):
         ]
         with m.If(issue):
             m.d.sync += [
-                self.m_axis_tvalid.eq(1),
+                self.m_axis.valid.eq(1),
                 out_bank.eq(r_slot),
-                self.m_axis_tlast.eq(left == 1),
-                self.m_axis_tkeep.eq(Mux(left == 1, last_keep, (1 << beat_bytes) - 1)),
+                self.m_axis.p.last.eq(left == 1),
+                self.m_axis.p.keep.eq(Mux(left == 1, last_keep, (1 << beat_bytes) - 1)),
             ]
-        with m.Elif(self.m_axis_tready):
-            m.d.sync += self.m_axis_tvalid.eq(0)
-        m.d.comb += self.m_axis_tdata.eq(Cat(*reads).word_select(out_bank, self.data_width))
+        with m.Elif(self.m_axis.ready):
+            m.d.sync += self.m_axis.valid.eq(0)
+        m.d.comb += self.m_axis.p.data.eq(Cat(*reads).word_select(out_bank, self.data_width))
         return m

@@ -80,8 +80,7 @@ class SwitchIngress(wiring.Component):
         self.depth_words = depth_words
         self.max_frame = max_frame
         self.bytes_width = bits_for(max_frame)
-        link = axis_members("s_axis", data_width, FrameUser.WIDTH, sink=True)
-        del link["s_axis_tready"]
+        link = axis_members("s_axis", data_width, FrameUser.WIDTH, sink=True, always_ready=True)
         super().__init__({
             **link,
             "f_valid": Out(1), "f_bytes": Out(self.bytes_width), "f_take": In(1),
@@ -120,23 +119,23 @@ class SwitchIngress(wiring.Component):
                      frames.r_en.eq(self.f_take)]
 
         # --- beats into words -------------------------------------------------------------------
-        fire = self.s_axis_tvalid
-        last = self.s_axis_tlast
+        fire = self.s_axis.valid
+        last = self.s_axis.p.last
         slot = Signal(range(beats_per_word))
         held = [Signal(self.data_width, name=f"held{i}") for i in range(beats_per_word - 1)]
-        word = Cat(*[Mux(slot == i, self.s_axis_tdata, held[i]) for i in range(beats_per_word - 1)],
-                   self.s_axis_tdata)
+        word = Cat(*[Mux(slot == i, self.s_axis.p.data, held[i]) for i in range(beats_per_word - 1)],
+                   self.s_axis.p.data)
         word_done = fire & (last | (slot == beats_per_word - 1))
         with m.If(fire):
             for i in range(beats_per_word - 1):
                 with m.If(slot == i):
-                    m.d.sync += held[i].eq(self.s_axis_tdata)
+                    m.d.sync += held[i].eq(self.s_axis.p.data)
             m.d.sync += slot.eq(Mux(word_done, 0, slot + 1))
 
         # --- per-frame state: byte count, Payload Length, drop flags ---------------------------
         count = Signal(range(self.max_frame + lanes + 1))     # bytes before this beat
         this_beat = Signal(range(lanes + 1))
-        m.d.comb += this_beat.eq(Mux(last, sum(self.s_axis_tkeep[i] for i in range(lanes)),
+        m.d.comb += this_beat.eq(Mux(last, sum(self.s_axis.p.keep[i] for i in range(lanes)),
                                      lanes))
         total = Signal(range(self.max_frame + 2 * lanes + 1))
         m.d.comb += total.eq(count + this_beat)
@@ -147,7 +146,7 @@ class SwitchIngress(wiring.Component):
         pl_beat, pl_lane = divmod(PAYLOAD_LENGTH_BYTE, lanes)
         beat = Signal(range(pl_beat + 2))                     # beat index, saturating
         pl_held = Signal(16)
-        lane_byte = lambda j: self.s_axis_tdata[8 * j:8 * j + 8]
+        lane_byte = lambda j: self.s_axis.p.data[8 * j:8 * j + 8]
         pl_here = Cat(lane_byte(pl_lane + 1), lane_byte(pl_lane))      # big-endian on the wire
         payload_length = Mux(beat == pl_beat, pl_here, pl_held)
         with m.If(fire & (beat == pl_beat)):
@@ -165,7 +164,7 @@ class SwitchIngress(wiring.Component):
         wp_next = Mux(write, wp + 1, wp)
 
         dropped_overflow = overflow | overflow_now
-        malformed = (self.s_axis_tuser[FrameUser.BAD] | (total < MIN_FRAME) | oversize_now |
+        malformed = (self.s_axis.p.user[FrameUser.BAD] | (total < MIN_FRAME) | oversize_now |
                      (total != MIN_FRAME + payload_length))
         end = fire & last
         m.d.comb += [

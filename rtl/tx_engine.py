@@ -4,7 +4,7 @@ scheduler -> header inserter -> plane splitter; golden model ``models/tx_engine.
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from models.plane_splitter import default_core_width
 from models.records import FrameUser
@@ -32,24 +32,6 @@ def engine_addr(block, addr):
     if not 0 <= addr < 1 << width:
         raise ValueError(f"address {addr:#x} does not fit block {block} ({width} bits)")
     return index << BLOCK_SHIFT | addr
-
-
-def _connect(m, pairs):
-    for dst, src in pairs:
-        m.d.comb += dst.eq(src)
-
-
-def _stream(m, src, src_prefix, dst, dst_prefix, fields=("tdata", "tvalid")):
-    """Connect stream ``src_prefix`` of ``src`` to ``dst_prefix`` of ``dst`` (ready flows back)."""
-    _connect(m, [(getattr(dst, f"{dst_prefix}_{f}"), getattr(src, f"{src_prefix}_{f}"))
-                 for f in fields])
-    _connect(m, [(getattr(src, f"{src_prefix}_tready"), getattr(dst, f"{dst_prefix}_tready"))])
-
-
-_AXIS = ("tdata", "tkeep", "tlast", "tvalid", "tuser")
-_AXI_OUT = ("arid", "araddr", "arlen", "arsize", "arburst", "arlock", "arcache", "arprot",
-            "arvalid", "rready")
-_AXI_IN = ("arready", "rid", "rdata", "rresp", "rlast", "rvalid")
 
 
 class TxEngine(wiring.Component):
@@ -183,49 +165,47 @@ class TxEngine(wiring.Component):
 
         # Host side and reliability inputs.
         for name in ("s_wr", "s_retx", "s_retire", "s_limit"):
-            _stream(m, self, name, seg, name)
-        _connect(m, [(getattr(self, f"m_axi_{f}"), getattr(seg, f"m_axi_{f}")) for f in _AXI_OUT])
-        _connect(m, [(getattr(seg, f"m_axi_{f}"), getattr(self, f"m_axi_{f}")) for f in _AXI_IN])
-        _stream(m, self, "s_ctrl", path, "s_ctrl")
-        _stream(m, self, "s_ev", spray, "s_ev")
-        _stream(m, spray, "m_marked", self, "m_marked")
+            connect(m, flipped(getattr(self, name)), getattr(seg, name))
+        connect(m, flipped(self.m_axi), seg.m_axi)
+        connect(m, flipped(self.s_ctrl), path.s_ctrl)
+        connect(m, flipped(self.s_ev), spray.s_ev)
+        connect(m, spray.m_marked, flipped(self.m_marked))
 
         # Segmenter -> path building (records) and header inserter (payload).
-        _stream(m, seg, "m_pkt", path, "s_pkt")
-        _stream(m, seg, "m_axis", hi, "s_axis", _AXIS)
+        connect(m, seg.m_pkt, path.s_pkt)
+        connect(m, seg.m_axis, hi.s_axis)
         # Path building <-> scheduler, and the trace of their handshakes.
-        _stream(m, path, "m_req", spray, "s_req")
-        _stream(m, spray, "m_ans", path, "s_ans")
-        _connect(m, [
-            (self.trace_req_tdata, path.m_req_tdata),
-            (self.trace_req_tvalid, path.m_req_tvalid & spray.s_req_tready),
-            (self.trace_ans_tdata, spray.m_ans_tdata),
-            (self.trace_ans_tvalid, spray.m_ans_tvalid & path.s_ans_tready),
-        ])
+        connect(m, path.m_req, spray.s_req)
+        connect(m, spray.m_ans, path.s_ans)
+        m.d.comb += [
+            self.trace_req_tdata.eq(path.m_req.p),
+            self.trace_req_tvalid.eq(path.m_req.valid & spray.s_req.ready),
+            self.trace_ans_tdata.eq(spray.m_ans.p),
+            self.trace_ans_tvalid.eq(spray.m_ans.valid & path.s_ans.ready),
+        ]
         # Path building -> header inserter and splitter; splitter room back.
-        _stream(m, path, "m_hdr", hi, "s_hdr")
-        _stream(m, path, "m_frame", split, "s_frame")
-        _stream(m, hi, "m_axis", split, "s_axis", _AXIS)
-        _connect(m, [
-            (path.plane_ok, split.plane_ok), (path.plane_up, split.plane_up),
-            (path.tick_count, self.tick_count),
-            (split.plane_down, self.plane_down), (self.plane_up, split.plane_up),
-        ])
+        connect(m, path.m_hdr, hi.s_hdr)
+        connect(m, path.m_frame, split.s_frame)
+        connect(m, hi.m_axis, split.s_axis)
+        m.d.comb += [
+            path.plane_ok.eq(split.plane_ok), path.plane_up.eq(split.plane_up),
+            path.tick_count.eq(self.tick_count),
+            split.plane_down.eq(self.plane_down), self.plane_up.eq(split.plane_up),
+        ]
         for p in range(self.n_planes):
-            _stream(m, split, f"m_axis{p}", self, f"m_axis{p}", _AXIS)
+            connect(m, getattr(split, f"m_axis{p}"), flipped(getattr(self, f"m_axis{p}")))
 
         # Send records: path building's first, a flushed record when none waits (held once
         # presented, so that the output stays stable until taken).
         hold_flush = Signal()
-        use_flush = hold_flush | ~path.m_send_tvalid
-        _connect(m, [
-            (self.m_send_tvalid, path.m_send_tvalid | split.m_flush_tvalid),
-            (self.m_send_tdata, Mux(use_flush, split.m_flush_tdata.as_value(),
-                                    path.m_send_tdata.as_value())),
-            (path.m_send_tready, self.m_send_tready & ~use_flush),
-            (split.m_flush_tready, self.m_send_tready & use_flush),
-        ])
-        m.d.sync += hold_flush.eq(use_flush & split.m_flush_tvalid & ~self.m_send_tready)
+        use_flush = hold_flush | ~path.m_send.valid
+        m.d.comb += [
+            self.m_send.valid.eq(path.m_send.valid | split.m_flush.valid),
+            self.m_send.p.eq(Mux(use_flush, split.m_flush.p.as_value(), path.m_send.p.as_value())),
+            path.m_send.ready.eq(self.m_send.ready & ~use_flush),
+            split.m_flush.ready.eq(self.m_send.ready & use_flush),
+        ]
+        m.d.sync += hold_flush.eq(use_flush & split.m_flush.valid & ~self.m_send.ready)
 
         # Configuration: one port, a block per cfg_addr[22:20].
         block = self.cfg_addr[BLOCK_SHIFT:]
@@ -239,8 +219,8 @@ class TxEngine(wiring.Component):
             unit = units[name]
             mapped = (block == index) & (self.cfg_addr[width:BLOCK_SHIFT] == 0 if width <
                                          BLOCK_SHIFT else 1)
-            _connect(m, [(unit.cfg_addr, self.cfg_addr[:width]), (unit.cfg_wdata, self.cfg_wdata),
-                         (unit.cfg_we, self.cfg_we & mapped)])
+            m.d.comb += [unit.cfg_addr.eq(self.cfg_addr[:width]), unit.cfg_wdata.eq(self.cfg_wdata),
+                         unit.cfg_we.eq(self.cfg_we & mapped)]
             with m.If(mapped):
                 m.d.comb += in_range.eq(1)
             reads[index] = unit.cfg_rdata

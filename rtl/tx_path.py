@@ -239,12 +239,12 @@ class TxPath(wiring.Component):
 
         # --- output registers --------------------------------------------------------------------
         hdr_valid, send_valid = Signal(), Signal()
-        m.d.comb += [self.m_hdr_tvalid.eq(hdr_valid), self.m_send_tvalid.eq(send_valid)]
-        hdr_free = ~hdr_valid | self.m_hdr_tready
-        send_free = ~send_valid | self.m_send_tready
+        m.d.comb += [self.m_hdr.valid.eq(hdr_valid), self.m_send.valid.eq(send_valid)]
+        hdr_free = ~hdr_valid | self.m_hdr.ready
+        send_free = ~send_valid | self.m_send.ready
 
         # --- data packets: the request channel ---------------------------------------------------
-        pkt, ans = self.s_pkt_tdata, self.s_ans_tdata
+        pkt, ans = self.s_pkt.p, self.s_ans.p
         held = Signal()                     # a good packet is held (its request taken once)
         d = Signal(records.TX_PACKET)       # the packet held
         d_room = Signal(npl)                # the plane_ok its last request carried
@@ -265,14 +265,14 @@ class TxPath(wiring.Component):
         data_cand = Signal()                # the answer found a slot and the outputs are free
         data_done = Signal()                # ... and its records go out this cycle
         m.d.comb += [
-            data_cand.eq(inflight & self.s_ans_tvalid & ans_found & hdr_free & send_free),
-            data_done.eq(data_cand & self.m_frame_tready),
-            self.s_ans_tready.eq(inflight & (~ans_found | (data_cand & self.m_frame_tready))),
+            data_cand.eq(inflight & self.s_ans.valid & ans_found & hdr_free & send_free),
+            data_done.eq(data_cand & self.m_frame.ready),
+            self.s_ans.ready.eq(inflight & (~ans_found | (data_cand & self.m_frame.ready))),
         ]
-        retry_now = inflight & self.s_ans_tvalid & ~ans_found
+        retry_now = inflight & self.s_ans.valid & ~ans_found
 
         # --- control records ---------------------------------------------------------------------
-        ctrl = self.s_ctrl_tdata
+        ctrl = self.s_ctrl.p
         c_valid = Signal()
         c = Signal(records.CONTROL_RECORD)
         c_plane = c.ev[:4]
@@ -289,17 +289,17 @@ class TxPath(wiring.Component):
         ctrl_hold = Signal()                # its plane frame record is presented, not yet taken
         ctrl_wants = c_valid & c_good & (c_room | ctrl_hold)
         ctrl_cand = ctrl_wants & ~presenting & ~inflight & hdr_free
-        ctrl_fire = ctrl_cand & self.m_frame_tready
+        ctrl_fire = ctrl_cand & self.m_frame.ready
         c_drop = c_valid & ~c_good
         c_done = ctrl_fire | c_drop
-        m.d.comb += self.s_ctrl_tready.eq(~c_valid | c_done)
-        ctrl_take = self.s_ctrl_tvalid & self.s_ctrl_tready
+        m.d.comb += self.s_ctrl.ready.eq(~c_valid | c_done)
+        ctrl_take = self.s_ctrl.valid & self.s_ctrl.ready
         m.d.comb += [rp_ctrl.addr.eq(ctrl.qpn[:qb]), rp_ctrl.en.eq(ctrl_take)]
         with m.If(ctrl_take):
             m.d.sync += [c_valid.eq(1), c.eq(ctrl)]
         with m.Elif(c_done):
             m.d.sync += c_valid.eq(0)
-        with m.If(ctrl_cand & ~self.m_frame_tready):
+        with m.If(ctrl_cand & ~self.m_frame.ready):
             m.d.sync += ctrl_hold.eq(1)
         with m.Elif(ctrl_fire):
             m.d.sync += ctrl_hold.eq(0)
@@ -317,29 +317,29 @@ class TxPath(wiring.Component):
         start_new = Signal()
         start_retry = Signal()
         m.d.comb += [
-            start_new.eq(~presenting & free_after & self.s_pkt_tvalid & pkt_good &
+            start_new.eq(~presenting & free_after & self.s_pkt.valid & pkt_good &
                          (ok_now != 0) & ~block_req),
             start_retry.eq(~presenting & held & (need_req | retry_now) & (ok_now != 0) &
                            ~block_req),
         ]
         from_new = Mux(presenting, pres_new, start_new)
         req_ok = Mux(presenting, pres_ok, ok_now)
-        req = self.m_req_tdata
+        req = self.m_req.p
         m.d.comb += [
-            self.m_req_tvalid.eq(presenting | start_new | start_retry),
+            self.m_req.valid.eq(presenting | start_new | start_retry),
             req.qpn.eq(Mux(from_new, pkt.qpn, d.qpn)),
             req.plane_ok.eq(req_ok),
             req.avoid_valid.eq(Mux(from_new, pkt.avoid_valid, d.avoid_valid)),
             req.avoid_ev.eq(Mux(from_new, pkt.avoid_ev, d.avoid_ev)),
         ]
-        req_fire = self.m_req_tvalid & self.m_req_tready
+        req_fire = self.m_req.valid & self.m_req.ready
         take_new = req_fire & from_new
         m.d.comb += [rp_data.addr.eq(pkt.qpn[:qb]), rp_data.en.eq(take_new)]
         with m.If(req_fire):
             m.d.sync += [presenting.eq(0), inflight.eq(1), need_req.eq(0), d_room.eq(req_ok)]
-        with m.Elif(self.m_req_tvalid):
+        with m.Elif(self.m_req.valid):
             m.d.sync += [presenting.eq(1), pres_new.eq(from_new), pres_ok.eq(req_ok)]
-        with m.If(self.s_ans_tready & self.s_ans_tvalid & ~req_fire):
+        with m.If(self.s_ans.ready & self.s_ans.valid & ~req_fire):
             m.d.sync += inflight.eq(0)
         with m.If(retry_now & ~req_fire):
             m.d.sync += need_req.eq(1)
@@ -349,8 +349,8 @@ class TxPath(wiring.Component):
             m.d.sync += held.eq(0)
 
         # Bad packets: a drop header (opcode 0, the packet's length) when nothing is held.
-        drop_go = ~held & ~presenting & self.s_pkt_tvalid & ~pkt_good & hdr_free & ~ctrl_fire
-        m.d.comb += self.s_pkt_tready.eq(take_new | drop_go)
+        drop_go = ~held & ~presenting & self.s_pkt.valid & ~pkt_good & hdr_free & ~ctrl_fire
+        m.d.comb += self.s_pkt.ready.eq(take_new | drop_go)
 
         # --- path building -----------------------------------------------------------------------
         data_sel = data_cand                 # else the control record
@@ -384,7 +384,7 @@ class TxPath(wiring.Component):
         frame_hold = Signal()
         tick_held = Signal(32)
         tick = Mux(frame_hold, tick_held, self.tick_count)
-        m.d.sync += [frame_hold.eq(data_cand & ~self.m_frame_tready), tick_held.eq(tick)]
+        m.d.sync += [frame_hold.eq(data_cand & ~self.m_frame.ready), tick_held.eq(tick)]
         header = Signal(records.TX_HEADER)
         m.d.comb += [
             header.eth_dst.eq(Array(dst_mac)[plane[:plw]]),
@@ -427,9 +427,9 @@ class TxPath(wiring.Component):
             for op in CONTROL_OPCODES:
                 with m.Case(op):
                     m.d.comb += ctrl_bytes.eq(frame_length(op, 0))
-        frame = self.m_frame_tdata
+        frame = self.m_frame.p
         m.d.comb += [
-            self.m_frame_tvalid.eq(data_cand | ctrl_cand),
+            self.m_frame.valid.eq(data_cand | ctrl_cand),
             frame.plane.eq(plane), frame.frame_bytes.eq(Mux(data_sel, data_bytes, ctrl_bytes)),
             frame.data.eq(data_sel), frame.send.eq(send.as_value()),
         ]
@@ -437,14 +437,14 @@ class TxPath(wiring.Component):
         drop_header = Signal(records.TX_HEADER)
         m.d.comb += drop_header.length.eq(pkt.length)
         with m.If(data_done | ctrl_fire):
-            m.d.sync += [hdr_valid.eq(1), self.m_hdr_tdata.eq(header)]
+            m.d.sync += [hdr_valid.eq(1), self.m_hdr.p.eq(header)]
         with m.Elif(drop_go):
-            m.d.sync += [hdr_valid.eq(1), self.m_hdr_tdata.eq(drop_header)]
-        with m.Elif(self.m_hdr_tready):
+            m.d.sync += [hdr_valid.eq(1), self.m_hdr.p.eq(drop_header)]
+        with m.Elif(self.m_hdr.ready):
             m.d.sync += hdr_valid.eq(0)
         with m.If(data_done):
-            m.d.sync += [send_valid.eq(1), self.m_send_tdata.eq(send)]
-        with m.Elif(self.m_send_tready):
+            m.d.sync += [send_valid.eq(1), self.m_send.p.eq(send)]
+        with m.Elif(self.m_send.ready):
             m.d.sync += send_valid.eq(0)
 
         # --- counters ----------------------------------------------------------------------------

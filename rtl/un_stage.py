@@ -165,16 +165,16 @@ class UnStage(wiring.Component):
         m.submodules.beats = beat_fifo = SyncFIFO(width=beat_layout.size, depth=self.fifo_depth)
         s_fire = Signal()
         m.d.comb += [
-            beat_fifo.w_data.eq(Cat(self.s_axis_tdata, self.s_axis_tkeep, self.s_axis_tlast,
-                                    self.s_axis_tuser)),
-            beat_fifo.w_en.eq(self.s_axis_tvalid),
-            self.s_axis_tready.eq(beat_fifo.w_rdy),
-            s_fire.eq(self.s_axis_tvalid & beat_fifo.w_rdy),
+            beat_fifo.w_data.eq(Cat(self.s_axis.p.data, self.s_axis.p.keep, self.s_axis.p.last,
+                                    self.s_axis.p.user)),
+            beat_fifo.w_en.eq(self.s_axis.valid),
+            self.s_axis.ready.eq(beat_fifo.w_rdy),
+            s_fire.eq(self.s_axis.valid & beat_fifo.w_rdy),
         ]
 
         in_beat = Signal(range(beats + 1))          # beat index in the frame, saturating at H
         with m.If(s_fire):
-            with m.If(self.s_axis_tlast):
+            with m.If(self.s_axis.p.last):
                 m.d.sync += in_beat.eq(0)
             with m.Elif(in_beat != beats):
                 m.d.sync += in_beat.eq(in_beat + 1)
@@ -183,17 +183,17 @@ class UnStage(wiring.Component):
         for k in range(beats):
             lo, hi = k * lanes, min(MIN_FRAME, (k + 1) * lanes)
             with m.If(s_fire & (in_beat == k)):
-                m.d.sync += hdr[lo * 8:hi * 8].eq(self.s_axis_tdata[:(hi - lo) * 8])
+                m.d.sync += hdr[lo * 8:hi * 8].eq(self.s_axis.p.data[:(hi - lo) * 8])
 
         # One trigger per frame: the beat holding byte 53, or an earlier last beat.
         last_lane = MIN_FRAME - 1 - (beats - 1) * lanes
-        early_end = self.s_axis_tlast & (in_beat < beats - 1)
+        early_end = self.s_axis.p.last & (in_beat < beats - 1)
         trigger = s_fire & ((in_beat == beats - 1) | early_end)
         t_valid = Signal()
         t_short = Signal()
         m.d.sync += [
             t_valid.eq(trigger),
-            t_short.eq(early_end | (self.s_axis_tlast & ~self.s_axis_tkeep[last_lane])),
+            t_short.eq(early_end | (self.s_axis.p.last & ~self.s_axis.p.keep[last_lane])),
         ]
 
         # --- decision stage 1: checks and the lookup key --------------------------------------
@@ -282,7 +282,7 @@ class UnStage(wiring.Component):
         beat = beat_layout(beat_fifo.r_data)
         dec = decision_layout(dec_fifo.r_data)
         out_beat = Signal(range(beats + 1))
-        out_free = ~self.m_axis_tvalid | self.m_axis_tready
+        out_free = ~self.m_axis.valid | self.m_axis.ready
         move = Signal()
         m.d.comb += [
             move.eq(beat_fifo.r_rdy & dec_fifo.r_rdy & (dec.drop | out_free)),
@@ -307,15 +307,15 @@ class UnStage(wiring.Component):
 
         with m.If(move & ~dec.drop):
             m.d.sync += [
-                self.m_axis_tvalid.eq(1),
-                self.m_axis_tdata.eq(Cat(*out_lanes)),
-                self.m_axis_tkeep.eq(beat.keep),
-                self.m_axis_tlast.eq(beat.last),
-                self.m_axis_tuser.eq(beat.user),
-                self.m_axis_tdest.eq(dec.port),
+                self.m_axis.valid.eq(1),
+                self.m_axis.p.data.eq(Cat(*out_lanes)),
+                self.m_axis.p.keep.eq(beat.keep),
+                self.m_axis.p.last.eq(beat.last),
+                self.m_axis.p.user.eq(beat.user),
+                self.m_axis.p.dest.eq(dec.port),
             ]
-        with m.Elif(self.m_axis_tready):
-            m.d.sync += self.m_axis_tvalid.eq(0)
+        with m.Elif(self.m_axis.ready):
+            m.d.sync += self.m_axis.valid.eq(0)
 
         cfg.finish()
         return m

@@ -92,12 +92,12 @@ class WrGenerator(wiring.Component):
         mode = r[24:27]
         length = Mux(mode == 0, 0, Mux(mode == 1, cfg.max_length, folded))
         offset = r[32:32 + win_bits]
-        wr = self.m_wr_tdata
+        wr = self.m_wr.p
         valid = Signal()
-        fire = valid & self.m_wr_tready
+        fire = valid & self.m_wr.ready
         room = self.outstanding != self.window
         load = self.enable & room & (~valid | fire)
-        m.d.comb += self.m_wr_tvalid.eq(valid)
+        m.d.comb += self.m_wr.valid.eq(valid)
         with m.If(load):
             m.d.sync += [
                 valid.eq(1), r.eq(xorshift64(r)),
@@ -116,9 +116,9 @@ class WrGenerator(wiring.Component):
                          counts["bytes_sent"].eq(counts["bytes_sent"] + wr.length)]
 
         # --- completions -----------------------------------------------------------------------
-        cpl = self.s_cpl_tdata
-        m.d.comb += self.s_cpl_tready.eq(1)
-        cpl_fire = self.s_cpl_tvalid
+        cpl = self.s_cpl.p
+        m.d.comb += self.s_cpl.ready.eq(1)
+        cpl_fire = self.s_cpl.valid
         sender = cpl_fire & ~cpl.is_recv
         known = cpl.qpn < cfg.n_qps
         cpl_q = cpl.qpn[:qp_bits] if qp_bits else Const(0, 1)

@@ -14,13 +14,15 @@ from amaranth.utils import bits_for
 
 from models.fabric_topology import HOST, T0, T1
 from rtl.axil_config import AxilConfig, axil_members
+from rtl.common.flat_top import forward
+from rtl.common.stream import connect_beats
 from rtl.link import Link
 from rtl.nic_engine import ADDR_WIDTH as NIC_ADDR_WIDTH
 from rtl.nic_engine import NicEngine
 from rtl.switch import Switch
 
 __all__ = ["RtlFabric", "AddressMap", "NIC_DEFAULTS", "SWITCH_DEFAULTS", "LINK_DEFAULTS",
-           "HOST_PREFIXES", "READ_LATENCY", "UP", "DOWN"]
+           "HOST_PORTS", "READ_LATENCY", "UP", "DOWN"]
 
 # Small defaults: a fast Verilator build (two NICs of 64 bits, short queues).
 NIC_DEFAULTS = dict(n_qps=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4, slots=4,
@@ -30,7 +32,7 @@ NIC_DEFAULTS = dict(n_qps=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_pe
 SWITCH_DEFAULTS = dict(data_limit=8192, kmin=2048, kmax=6144, max_frame=2048,
                        ingress_bytes=4096, table_depth=8)
 LINK_DEFAULTS = dict(delay_max=16, rate_max=15)
-HOST_PREFIXES = ("s_wr_", "m_cpl_", "m_axi_", "plane_down")   # NIC ports out as h<h>_<port>
+HOST_PORTS = ("s_wr", "m_cpl", "m_axi", "plane_down")   # NIC ports out as h<h>_<port>
 NODE_WINDOW_BITS = 16        # word-address window of a switch or a link
 MAX_ADDR_WIDTH = 30          # word-address bits of the AXI4-Lite bridge, at most
 READ_LATENCY = 3             # decoder input register, the node's ConfigMap, output register
@@ -162,9 +164,8 @@ class RtlFabric(wiring.Component):
                                  f"its {NODE_WINDOW_BITS}-bit window")
         members = dict(axil_members("s_axil", 32))
         for h, engine in enumerate(self.nics):
-            for name, member in engine.signature.members.items():
-                if name.startswith(HOST_PREFIXES):
-                    members[f"h{h}_{name}"] = member
+            for name in HOST_PORTS:
+                members[f"h{h}_{name}"] = engine.signature.members[name]
         super().__init__(members)
 
     def _endpoint(self, node, port):
@@ -178,11 +179,10 @@ class RtlFabric(wiring.Component):
         m = Module()
         for h, engine in enumerate(self.nics):
             m.submodules[f"nic{h}"] = engine
-            for name, member in engine.signature.members.items():
-                if name.startswith(HOST_PREFIXES):
-                    outer, inner = getattr(self, f"h{h}_{name}"), getattr(engine, name)
-                    m.d.comb += inner.eq(outer) if member.flow == In else outer.eq(inner)
-            m.d.comb += engine.s_ev_tvalid.eq(0)
+            for name in HOST_PORTS:
+                forward(m, getattr(self, f"h{h}_{name}"), getattr(engine, name),
+                        engine.signature.members[name])
+            m.d.comb += engine.s_ev.valid.eq(0)
         for (role, plane, index), sw in self.switches.items():
             m.submodules[f"{role}_p{plane}_{index}"] = sw
 
@@ -194,16 +194,9 @@ class RtlFabric(wiring.Component):
             m.submodules[f"link_{a_node[0]}{a_node[2]}_{b_node[0]}{b_node[2]}_p{a_node[1]}"] = link
             src, out, _ = self._endpoint(a_node, a_port)
             dst, _, into = self._endpoint(b_node, b_port)
-            for field in ("tdata", "tkeep", "tlast", "tvalid"):
-                m.d.comb += [getattr(link, f"s_axis_{field}").eq(getattr(src, f"{out}_{field}")),
-                             getattr(dst, f"{into}_{field}").eq(getattr(link, f"m_axis_{field}"))]
-            user = getattr(src, f"{out}_tuser", None)
-            m.d.comb += [
-                link.s_axis_tuser.eq(user if user is not None else Const(0)),
-                getattr(dst, f"{into}_tuser").eq(link.m_axis_tuser),
-                getattr(src, f"{out}_tready").eq(link.s_axis_tready),
-                link.m_axis_tready.eq(1),
-            ]
+            # The far end's ingress never backpressures, so the link's output is always taken.
+            connect_beats(m, getattr(src, out), link.s_axis)
+            connect_beats(m, link.m_axis, getattr(dst, into))
 
         # --- configuration: AXI4-Lite bridge, then an address decoder --------------------------
         aw = self.map.addr_width

@@ -196,30 +196,34 @@ def flows_of(scenario):
 # --- cocotb side ----------------------------------------------------------------------------------
 
 class FrameTap:
-    """Frames through one AXI-Stream interface of a link: ``side`` ``m_axis`` (frames leaving
-    the link: arriving at the far end) or ``s_axis`` (frames entering it). ``on_frame(cycle,
-    frame)`` gets each at its last beat."""
+    """Frames through one frame stream of a link inside the fabric: ``side`` ``m_axis`` (frames
+    leaving the link: arriving at the far end) or ``s_axis`` (frames entering it). Inside the
+    hierarchy a stream is Amaranth's ``<side>__valid``, ``<side>__ready`` and the packed beat
+    ``<side>__payload`` (:class:`rtl.common.stream.Beat`: data, keep, last, user from bit 0).
+    ``on_frame(cycle, frame)`` gets each frame at its last beat."""
 
-    def __init__(self, link, side, on_frame):
-        self.valid = getattr(link, f"{side}_tvalid")
-        self.ready = getattr(link, f"{side}_tready") if side == "s_axis" else None
-        self.data = getattr(link, f"{side}_tdata")
-        self.keep = getattr(link, f"{side}_tkeep")
-        self.last = getattr(link, f"{side}_tlast")
-        self.width = len(self.keep)
+    def __init__(self, link, side, on_frame, data_width):
+        self.valid = getattr(link, f"{side}__valid")
+        self.ready = getattr(link, f"{side}__ready") if side == "s_axis" else None
+        self.payload = getattr(link, f"{side}__payload")
+        self.width = data_width // 8
         self.on_frame = on_frame
         self.parts = bytearray()
 
     def sample(self, cycle):
         if not int(self.valid.value) or (self.ready is not None and not int(self.ready.value)):
             return
-        data, keep = int(self.data.value), int(self.keep.value)
+        payload = int(self.payload.value)
+        data_bits = 8 * self.width
+        data = payload & ((1 << data_bits) - 1)
+        keep = payload >> data_bits & ((1 << self.width) - 1)
+        last = payload >> (data_bits + self.width) & 1
         beat = data.to_bytes(self.width, "little")
         if keep == (1 << self.width) - 1:
             self.parts += beat
         else:
             self.parts += bytes(b for k, b in enumerate(beat) if keep >> k & 1)
-        if int(self.last.value):
+        if last:
             frame, self.parts = bytes(self.parts), bytearray()
             self.on_frame(cycle, frame)
 
@@ -284,7 +288,8 @@ async def scenario(dut):
                 for direction, name in ((UP, f"host{h}-tx"), (DOWN, f"host{h}-rx")):
                     iface = writers[plane].interface(name, rec.describe(plane, h, direction))
                     taps.append(FrameTap(link_instance(dut, cable, direction), "m_axis",
-                                         rec.pcap_sink(writers[plane], iface)))
+                                         rec.pcap_sink(writers[plane], iface),
+                                         p["data_width"]))
         actions = fault_timeline(scen)
         cables = {}
         for action in actions:
@@ -294,7 +299,7 @@ async def scenario(dut):
                 cables[action.cable] = cable
                 for direction in action.directions:
                     taps.append(FrameTap(link_instance(dut, cable, direction), "s_axis",
-                                         rec.entry_sink(action.cable)))
+                                         rec.entry_sink(action.cable), p["data_width"]))
 
         async def sample():
             while True:

@@ -3,8 +3,8 @@
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In
 
+from rtl.common.flat_top import forward
 from rtl.nic_engine import NicEngine
 
 __all__ = ["NicPair", "PREFIXES"]
@@ -30,6 +30,5 @@ class NicPair(wiring.Component):
         for prefix, nic in zip(PREFIXES, self.nics):
             m.submodules[f"nic_{prefix}"] = nic
             for name, member in nic.signature.members.items():
-                outer, inner = getattr(self, f"{prefix}_{name}"), getattr(nic, name)
-                m.d.comb += inner.eq(outer) if member.flow == In else outer.eq(inner)
+                forward(m, getattr(self, f"{prefix}_{name}"), getattr(nic, name), member)
         return m

@@ -190,7 +190,7 @@ class Scheduler:
             word = int(dut.m_req_tdata.value) if valid else None
             if valid:
                 if first_seen is None:
-                    first_seen = (cycle, int(dut.plane_ok.value) & ~int(dut.ctrl_plane.value))
+                    first_seen = (cycle, int(dut.plane_ok.value) & ~int(dut.inner.ctrl_plane.value))
                 else:
                     assert word == last_req, "m_req payload changed before it was taken"
                 last_req = word

@@ -21,7 +21,7 @@ The rules are ``amaranth.lib.stream``'s: ``valid`` never waits for ``ready``, an
 stable from ``valid`` until the beat is taken (``valid`` and ``ready`` high in one cycle).
 """
 
-from amaranth.hdl import Shape
+from amaranth.hdl import Const, Shape
 from amaranth.lib import data, stream
 
 from models.records import Record
@@ -29,7 +29,7 @@ from models.records import Record
 from .records import layout
 
 __all__ = ["Beat", "axis", "record_stream", "is_stream", "payload_shape", "check_data_width",
-           "DATA_WIDTHS"]
+           "connect_beats", "DATA_WIDTHS"]
 
 DATA_WIDTHS = (64, 128, 256, 512)
 
@@ -72,9 +72,10 @@ class Beat(data.StructLayout):
                f"dest_width={self.dest_width})"
 
 
-def axis(data_width, user_width=0, dest_width=0):
-    """The signature of a frame stream of :class:`Beat` payloads (seen from its source)."""
-    return stream.Signature(Beat(data_width, user_width, dest_width))
+def axis(data_width, user_width=0, dest_width=0, *, always_ready=False):
+    """The signature of a frame stream of :class:`Beat` payloads (seen from its source);
+    ``always_ready`` for a stream that is never backpressured (an input facing a link)."""
+    return stream.Signature(Beat(data_width, user_width, dest_width), always_ready=always_ready)
 
 
 def record_stream(record):
@@ -99,3 +100,23 @@ def is_stream(member):
 def payload_shape(signature):
     """The payload shape of a ``stream.Signature``."""
     return signature.members["payload"].shape
+
+
+def connect_beats(m, source, sink):
+    """Join two frame streams whose :class:`Beat` layouts may differ in ``user`` (and ``dest``)
+    and whose readiness may differ (an ``always_ready`` sink, such as an input facing a link):
+    ``data``, ``keep``, ``last`` and ``valid`` go forward; a ``user`` or ``dest`` field the
+    source lacks reaches the sink as 0, one the sink lacks is dropped; ``ready`` comes back (1
+    for an ``always_ready`` sink). ``wiring.connect`` does the same for identical signatures
+    and is preferred there. ``source`` and ``sink`` are the interfaces as the parent sees them
+    (a part's output, a part's input, or ``wiring.flipped`` ports of the parent itself)."""
+    src_fields, dst_fields = source.p.shape().members, sink.p.shape().members
+    if src_fields["data"] != dst_fields["data"]:
+        raise ValueError(f"connect_beats: data widths differ ({src_fields['data']} and "
+                         f"{dst_fields['data']} bits)")
+    for name in dst_fields:
+        value = getattr(source.p, name) if name in src_fields else 0
+        m.d.comb += getattr(sink.p, name).eq(value)
+    m.d.comb += sink.valid.eq(source.valid)
+    if not isinstance(source.ready, Const):
+        m.d.comb += source.ready.eq(sink.ready)

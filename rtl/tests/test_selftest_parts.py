@@ -43,13 +43,14 @@ def run_checker(expected, received, *, timeout=50, window=4, rx_delay=0, cycles=
     async def source(ctx, prefix, frames, delay):
         await ctx.tick().repeat(delay + 1)
         for f in frames:
+            port = getattr(dut, prefix)
             for data, keep, last in beats(f):
-                ctx.set(getattr(dut, f"{prefix}_tdata"), data)
-                ctx.set(getattr(dut, f"{prefix}_tkeep"), keep)
-                ctx.set(getattr(dut, f"{prefix}_tlast"), last)
-                ctx.set(getattr(dut, f"{prefix}_tvalid"), 1)
-                await ctx.tick().until(getattr(dut, f"{prefix}_tready"))
-        ctx.set(getattr(dut, f"{prefix}_tvalid"), 0)
+                ctx.set(port.p.data, data)
+                ctx.set(port.p.keep, keep)
+                ctx.set(port.p.last, last)
+                ctx.set(port.valid, 1)
+                await ctx.tick().until(port.ready)
+        ctx.set(getattr(dut, prefix).valid, 0)
 
     async def exp_source(ctx):
         await source(ctx, "exp", expected, 0)
