@@ -585,6 +585,12 @@ class Nic:
             raise DriverError(f"{self.name}: configure needs at least one QP in peers")
         for q in qps:
             self._qp(q)
+        for what, table in (("start_psns", start_psns), ("peer_starts", peer_starts),
+                            ("ev_sets", ev_sets)):
+            missing = [q for q in qps if q not in table]
+            if missing:
+                raise DriverError(f"{self.name}: configure: {what} has no entry for QPs "
+                                  f"{missing}")
         yield from self.set_own.steps(host, topo.t0_of(host))
         for plane in range(self.n_planes):
             yield from self.set_port_macs.steps(plane, port_mac(plane, host),

@@ -191,7 +191,7 @@ def test_configure_writes_the_regions():
             args["start_psns"][q] | rel_map.SETUP_ENABLE
 
 
-# --- counters, info, status by name -----------------------------------------------------------------
+# --- counters, info, status by name ---------------------------------------------------------------
 
 def counting_nic(params=BENCH_NIC):
     """A NIC over a register file whose every word reads as its own address plus 7."""
@@ -336,6 +336,17 @@ def test_readable_errors(call, message):
     nic = Nic(Recorder(), BENCH_NIC)
     with pytest.raises(DriverError, match=message):
         call(nic)
+
+
+def test_configure_input_errors():
+    args = scenario_inputs("bench_host0")
+    nic = Nic(Recorder(), args.pop("params"))
+    del args["ev_sets"][2]
+    with pytest.raises(DriverError, match=r"ev_sets has no entry for QPs \[2\]"):
+        nic.configure(**args)
+    args = scenario_inputs("bench_host0")
+    with pytest.raises(DriverError, match="QP 4 is out of range"):
+        Nic(Recorder(), args.pop("params")).configure(**dict(args, peers={4: 1}))
 
 
 def test_constructor_errors():
