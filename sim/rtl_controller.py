@@ -5,7 +5,10 @@ link and NIC through the one AXI4-Lite slave (cocotbext-axi ``AxiLiteMaster``) f
 checks the receivers' memory and applies link faults (cut, heal, loss, slow) by writing the
 links' registers.
 
-NIC set-up is :func:`verif.nic_setup.configure_nic`, the two-NIC bench's (``tb/test_nic_engine.py``):
+Every node is reached through the driver API over its window of the slave
+(:class:`verif.driver.AxiLiteAccess`): switches as :class:`verif.driver.Switch` (own uSID, route
+table, counters by name), links as :class:`verif.driver.Link`, NICs as :class:`verif.driver.Nic`,
+whose :meth:`~verif.driver.Nic.configure` is the two-NIC bench's set-up (``tb/test_nic_engine.py``):
 EV sets by :func:`models.fabric_nic.draw_ev_sets`, one memory region per QP at
 :func:`models.fabric_nic.region_base`. QP q of host h talks to QP q of host
 ``(2 q + 1 - h) mod H`` (H even: a pairing, never the host itself).
@@ -22,17 +25,10 @@ from models.fabric_topology import HOST, T0, T1
 from models.link import COUNTERS as LINK_COUNTERS
 from models.records import CompletionStatus
 from models.reliability import QpConfig
-from rtl import reliability as rel_map
-from rtl.link import ADDR as LINK_ADDR
-from rtl.link import ADDR_COUNTERS as LINK_ADDR_COUNTERS
-from rtl.nic_engine import nic_addr
 from models.switch import INGRESS_COUNTERS
-from rtl.switch import egress_counter, ingress_counter
-from rtl.un_stage import (ADDR_OWN_USID, ENTRY_KEY_HI, ENTRY_KEY_LO, ENTRY_PORT, ENTRY_VALID,
-                          TABLE_BASE, TABLE_STRIDE)
 from sim.rtl_fabric import DOWN, UP, AddressMap
+from verif.driver import AxiLiteAccess, Link, Nic, Switch
 from verif.host_traffic import HostTraffic
-from verif.nic_setup import MASK32, configure_nic
 
 __all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "NIC_COUNTERS", "peer_of"]
 
@@ -53,19 +49,6 @@ LOSS_SCALE = 1 << 16              # a link's ``loss`` register: frames with LFSR
 def peer_of(host, qpn, hosts):
     """The host QP ``qpn`` of ``host`` talks to (its QP ``qpn``)."""
     return (2 * qpn + 1 - host) % hosts
-
-
-class Window:
-    """``write``/``read`` of one node's own word addresses through the AXI4-Lite master."""
-
-    def __init__(self, master, base):
-        self.master, self.base = master, base
-
-    async def write(self, addr, value):
-        await self.master.write_dword(4 * (self.base + addr), value & MASK32)
-
-    async def read(self, addr):
-        return await self.master.read_dword(4 * (self.base + addr))
 
 
 class Host(HostTraffic):
@@ -103,6 +86,8 @@ class Controller:
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         for channel in ("write_if", "read_if"):
             getattr(self.axil, channel).log.setLevel(logging.WARNING)
+        self.access = AxiLiteAccess(self.axil)
+        self._drivers = {}
         self.hosts = [Host(dut, rng, h, nic_params, peers.get(h, {})) for h in range(hosts)]
         self.qp_config = qp_config or QpConfig(**QP_CONFIG)
         self.cycle = 0
@@ -111,14 +96,27 @@ class Controller:
 
     # --- configuration ---------------------------------------------------------------------------
 
+    def _driver(self, key, make):
+        if key not in self._drivers:
+            self._drivers[key] = make()
+        return self._drivers[key]
+
     def nic(self, host):
-        return Window(self.axil, self.map.nic(host))
+        """The :class:`verif.driver.Nic` of host ``host``'s NIC (its window of the slave)."""
+        return self._driver(("nic", host), lambda: Nic(
+            self.access.window(self.map.nic(host)), self.p, name=f"NIC {host}"))
 
     def switch(self, role, plane, index):
-        return Window(self.axil, self.map.switch(role, plane, index))
+        """The :class:`verif.driver.Switch` of switch ``(role, plane, index)``."""
+        return self._driver((role, plane, index), lambda: Switch(
+            self.access.window(self.map.switch(role, plane, index)),
+            ports=self.topo.switch_ports(role), name=f"{role.upper()} {index} of plane {plane}"))
 
     def link(self, cable, direction):
-        return Window(self.axil, self.map.link(cable, direction))
+        """The :class:`verif.driver.Link` of ``direction`` (UP or DOWN) of ``cable``."""
+        return self._driver((cable, direction), lambda: Link(
+            self.access.window(self.map.link(cable, direction)),
+            name=f"link {cable.a}-{cable.b} {direction}"))
 
     async def start(self):
         """Clock and reset, the per-cycle task, then every table of the fabric."""
@@ -135,16 +133,11 @@ class Controller:
         topo = self.topo
         for role, plane, index in self.map.switches:
             sw = self.switch(role, plane, index)
-            await sw.write(ADDR_OWN_USID, topo.own_usid(role, plane, index))
-            for i, (key, port) in enumerate(sorted(topo.routes(role, plane, index).items())):
-                base = TABLE_BASE + TABLE_STRIDE * i
-                await sw.write(base + ENTRY_KEY_LO, key & MASK32)
-                await sw.write(base + ENTRY_KEY_HI, key >> 32)
-                await sw.write(base + ENTRY_PORT, port)
-                await sw.write(base + ENTRY_VALID, 1)
+            await sw.set_own_usid(topo.own_usid(role, plane, index))
+            await sw.write_routes(topo.routes(role, plane, index))     # in key order
         delay = round(topo.link_delay_ns * 1000 / CYCLE_PS)
         for cable, direction in self.map.links:
-            await self.link(cable, direction).write(LINK_ADDR["delay"], delay)
+            await self.link(cable, direction).set("delay", delay)
         ev_sets = {}
         for host in self.hosts:
             ev_sets[host.host] = {
@@ -155,9 +148,8 @@ class Controller:
             if not host.peers:
                 continue
             peer_starts = {q: self.hosts[peer].start_psns[q] for q, peer in host.peers.items()}
-            await configure_nic(self.nic(host.host), self.p, topo, host.host, host.peers,
-                                host.start_psns, peer_starts, ev_sets[host.host],
-                                self.qp_config)
+            await self.nic(host.host).configure(topo, host.host, host.peers, host.start_psns,
+                                                peer_starts, ev_sets[host.host], self.qp_config)
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -241,7 +233,8 @@ class Controller:
         raise ValueError(f"no cable {a} - {b}")
 
     def set_plane_down(self, host, plane, down):
-        """Tell NIC ``host`` its port ``plane`` is down (or up again), docs/protocol.md 4.6."""
+        """Tell NIC ``host`` its port ``plane`` is down (or up again), docs/protocol.md 4.6: the
+        NIC's ``plane_down`` input, a wire (the link's loss of signal), not a register."""
         mask = 1 << plane
         self.planes_down[host] = self.planes_down[host] | mask if down else \
             self.planes_down[host] & ~mask
@@ -252,7 +245,7 @@ class Controller:
     async def _set(self, cable, name, value, directions):
         self.faults.append((self.cycle, f"{cable.a}-{cable.b} {name}={value}"))
         for direction in directions:
-            await self.link(cable, direction).write(LINK_ADDR[name], value)
+            await self.link(cable, direction).set(name, value)
 
     async def cut(self, cable, directions=(UP, DOWN)):
         await self._set(cable, "up", 0, directions)
@@ -278,20 +271,19 @@ class Controller:
         for host in self.hosts:
             nic = self.nic(host.host)
             for name in NIC_COUNTERS:
-                out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.read(
-                    nic_addr("reliability", rel_map.ADDR_COUNTERS[name]))
+                out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.counter(
+                    f"reliability.{name}")
         for role, plane, index in self.map.switches:
             sw = self.switch(role, plane, index)
             for port in range(self.topo.switch_ports(role)):
                 for name in ("forwarded", "trimmed", "ecn_marked", "dropped_full"):
-                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.read(
-                        egress_counter(port, name))
+                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.counter(
+                        f"egress.{name}", port)
                 for name in INGRESS_COUNTERS:
-                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.read(
-                        ingress_counter(port, name))
+                    out[f"switch_{name}"] = out.get(f"switch_{name}", 0) + await sw.counter(
+                        f"ingress.{name}", port)
         for cable, direction in self.map.links:
             link = self.link(cable, direction)
             for name in LINK_COUNTERS[:3]:
-                out[f"link_{name}"] = out.get(f"link_{name}", 0) + await link.read(
-                    LINK_ADDR_COUNTERS[name])
+                out[f"link_{name}"] = out.get(f"link_{name}", 0) + await link.counter(name)
         return out

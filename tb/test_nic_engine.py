@@ -6,8 +6,9 @@ two T0s, N planes of T T1s; time = cycles x 4000 ps).
 
 Each NIC has its host memory (cocotbext-axi ``AxiRam`` on its one AXI4 master), a work-request
 source, a completion sink (random backpressure) and random backpressure on its plane ports; the
-fabric's frames reach the receive ports as they arrive (no ``tready``). Both NICs are set up as
-the model NICs of :mod:`models.fabric_nic` are (EV sets by :func:`models.fabric_nic.draw_ev_sets`,
+fabric's frames reach the receive ports as they arrive (no ``tready``). Both NICs are set up
+through the driver (:meth:`verif.driver.Nic.configure`) as the model NICs of
+:mod:`models.fabric_nic` are (EV sets by :func:`models.fabric_nic.draw_ev_sets`,
 regions at :func:`models.fabric_nic.region_base` with :func:`models.fabric_nic.region_rkey`), with
 fast ticks (``clk_hz`` low) and short timeouts. Every cycle, one task moves frames between the
 NICs and the fabric and records each NIC's reliability trace and taps: the inputs of
@@ -19,7 +20,8 @@ the model's, record for record.
 
 1. lossless: every message's bytes land in the receiver's memory, every work request completes
    (status OK, in order), every Write with Immediate completes at the receiver, and no PSN is
-   retransmitted;
+   retransmitted; read by name through the driver, each NIC's info words are its parameters, its
+   completion counters what its host took and its reliability counters the replayed model's;
 2. lossy: random loss (up to 5%), trimming, CE marks and jitter (reordering) on every path: the
    same checks, and every retransmission's cause is a loss, trim, NACK or timeout (the model
    replay fixes which).
@@ -58,12 +60,9 @@ from models.records import (COMPLETION, EV_EVENT, EV_MARKED, FEEDBACK_RECORD, PS
 from models.reliability import TRACE, QpConfig, Reliability, Source, STREAMS
 from models.spray import ev_path, make_ev
 from models.tick import TickModel
-from rtl import reliability as rel_map
-from rtl import spray_scheduler as spray_map
-from rtl.nic_engine import ENGINE_STATUS, nic_addr
 from tb.nic_pair import NicPair, PREFIXES
+from verif import driver
 from verif.host_traffic import HostTraffic
-from verif.nic_setup import configure_nic, tx_addr
 
 CONFIG = dict(n_qps=4, n_planes=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
               slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
@@ -96,8 +95,8 @@ class PrefixedPort:
 
 class Nic(HostTraffic):
     """One NIC of the pair: its host (:class:`verif.host_traffic.HostTraffic`: memory, work
-    requests, completions), its configuration and the replay of its reliability block on the
-    model."""
+    requests, completions), its driver (:class:`verif.driver.Nic` on its configuration port,
+    ``self.regs``) and the replay of its reliability block on the model."""
 
     def __init__(self, dut, rng, prefix, host, p):
         from verif.bench import ConfigDriver, RecordSource
@@ -106,6 +105,7 @@ class Nic(HostTraffic):
         self.dut, self.prefix, self.host = dut, prefix, host
         self.peer = 1 - host
         self.cfg = ConfigDriver(PrefixedPort(dut, prefix))
+        self.regs = driver.Nic(self.cfg, p, name=f"NIC {prefix}")
         self.ev = RecordSource(dut, f"{prefix}_s_ev")
         self.model = Reliability(n_qps=p["n_qps"], ring=p["ring"],
                                  probe_entries=p["probe_entries"], wr_depth=p["wr_depth"],
@@ -130,8 +130,8 @@ class Nic(HostTraffic):
             self.model.setup(q, self.start_psns[q], True, self.qp_config)
             self.take_model()
 
-        await configure_nic(self.cfg, self.p, topo, self.host, {q: self.peer for q in QPS},
-                            self.start_psns, peer_starts, ev_sets, self.qp_config, mirror)
+        await self.regs.configure(topo, self.host, {q: self.peer for q in QPS}, self.start_psns,
+                                  peer_starts, ev_sets, self.qp_config, mirror)
 
     # --- the reliability replay ---------------------------------------------------------------
 
@@ -278,12 +278,7 @@ class Pair:
 
     async def status(self):
         """Each NIC's busy bits (engine status, reliability status, scheduler status)."""
-        out = {}
-        for nic in self.nics:
-            out[nic.prefix] = [await nic.cfg.read(nic_addr("engine", ENGINE_STATUS)),
-                               await nic.cfg.read(nic_addr("reliability", rel_map.ADDR_STATUS)),
-                               await nic.cfg.read(tx_addr("spray", spray_map.ADDR_STATUS))]
-        return out
+        return {nic.prefix: await nic.regs.status_words() for nic in self.nics}
 
     def fault(self, **kwargs):
         """A fault from now on (until ``until_cycle`` when given)."""
@@ -343,6 +338,29 @@ class Pair:
     def retransmissions(self):
         return [rec for nic in self.nics for _, rec in nic.log["retx"]]
 
+    async def check_registers(self):
+        """The driver's named reads on the RTL, once the NICs are idle: the info words are the
+        parameters, the engine's counters what the hosts saw (every work request completed), and
+        the reliability block's counters those of its model replayed (on a lossless fabric
+        nothing moves them once idle: no probe, no timer)."""
+        p = self.p
+        for nic in self.nics:
+            regs = nic.regs
+            assert await regs.info() == dict(n_planes=p["n_planes"], data_width=p["data_width"],
+                                              n_qps=p["n_qps"]), f"{nic.prefix}: engine info"
+            assert await regs.info("reliability") == dict(
+                n_qps=p["n_qps"], ring=p["ring"], probe_entries=p["probe_entries"],
+                wr_depth=p["wr_depth"], timer_bits=p["timer_bits"]), f"{nic.prefix}: info"
+            assert await regs.info("rx_tracker") == dict(n_qps=p["n_qps"], mpr=p["mpr"],
+                                                         wimm_max=p["wimm_max"])
+            counts = await regs.completions()
+            assert counts["send"] == counts["wr"] == len(nic.done), f"{nic.prefix}: {counts}"
+            assert counts["recv"] == len(nic.recv_cpls), f"{nic.prefix}: {counts}"
+            got = await regs.counters(["reliability"])
+            want = {f"reliability.{name}": value for name, value in nic.model.counters.items()}
+            assert got == want, f"{nic.prefix}: reliability counters {got}, model {want}"
+            assert (await regs.qp_status(0))["reliability"]["enable"] == 1
+
 
 def sizes_mixed(pmtu):
     return (0, 1, 17, 64, 200, pmtu - 1, pmtu, pmtu + 1, 2 * pmtu, 2 * pmtu - 5)
@@ -371,6 +389,7 @@ async def lossy(dut):
     pair.check_replay()
     assert not pair.retransmissions(), f"retransmissions on a lossless fabric: " \
         f"{pair.retransmissions()[:4]}; {pair.progress()}"
+    await pair.check_registers()
     lossless_cycles = pair.cycle
     dut._log.info("lossless: %d messages checked by cycle %d", checked, pair.cycle)
     # 2. loss, trimming, CE and jitter on every path
@@ -532,8 +551,7 @@ async def qp_error(dut):
                   status != CompletionStatus.OK]
         assert errors and errors[0] == CompletionStatus.RETRY_EXCEEDED, \
             f"{nic.prefix}: QP 3 completions {errors[:4]}"
-        info = await nic.cfg.read(nic_addr("reliability", rel_map.qp_addr(3, rel_map.OFF_SETUP)))
-        assert info >> 30 & 1, f"{nic.prefix}: QP 3 not in the error state"
+        assert await nic.regs.qp_in_error(3), f"{nic.prefix}: QP 3 not in the error state"
         # The error closed QP 3's PSN limit at its next PSN: no new PSN goes out once the
         # transmit engine has it (a packet already being built may still be sent).
         close_cycle, close = [(c, r) for c, r in nic.log["limit"] if r["qpn"] == 3][-1]

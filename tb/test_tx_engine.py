@@ -57,7 +57,7 @@ from rtl import plane_splitter as split_map
 from rtl import spray_scheduler as spray_map
 from rtl import tx_path as path_map
 from rtl.tx_engine import TxEngine, engine_addr
-from verif.nic_setup import table_write
+from verif.driver import table_write
 
 CONFIG = dict(n_qps=4, wrs_per_qp=4, pmtu=256, slots=4, backups=2, ev_min_active=2,
               max_outstanding=8)

@@ -7,7 +7,7 @@ from collections import deque
 
 from models.fabric_nic import region_base, region_rkey
 from models.records import COMPLETION, WORK_REQUEST
-from verif.nic_setup import REGION_BYTES
+from verif.driver import REGION_BYTES
 
 __all__ = ["HostTraffic", "MEMORY_SIZE", "SEND_BASE"]
 
