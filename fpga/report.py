@@ -83,8 +83,9 @@ EXTRA = {
 # Blocks placed and routed with nextpnr's router1 instead of router2 (flow.ECP5's default): on
 # un_stage router2's overuse grew from iteration 20 on (11,170 to 12,043 wires at iteration 24,
 # 1,500 s) while router1 routes it in about 18 minutes. The small parts of rtl/common/ route in
-# seconds with either, and router1 gives them more (measured, three seeds each: rmw_36x1024
-# 200.4-201.8 MHz with router1, 140.8-178.6 with router2).
+# seconds with either, and router1 gives them more (measured, seeds 1-3, same netlists:
+# rmw_36x1024 203.4-209.6 MHz with router1, 162.4-191.8 with router2; register_slice_72
+# 375.7-389.3 against 267.2-307.8).
 ROUTER1 = {"un_stage", "register_slice_72", "block_ram_36x1024", "block_ram_36x1024_noreg",
            "rmw_18x1024", "rmw_36x1024"}
 
@@ -169,6 +170,7 @@ def _block_job(name, top_name, factory, devices, pnr_timeout=None, seeds=flow.SE
         print(f"report: {name} on {device.name}: {res['status']}"
               f"{' (cached)' if res['cached'] else ''} in {time.time() - t0:.0f} s", flush=True)
         res.pop("key", None)
+        res.pop("cached", None)
         rows.append(dict(row, **res))
         if key == "ecp5":
             ecp5 = res

@@ -95,7 +95,8 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
         # `reg ... = 0` to run it at time 0; Icarus honours that only in Verilog-2005 mode, so
         # under -g2012 a comb block whose inputs keep their initial values stays X.
         sim_args = ["-g2005"]
-    runner.build(sources=[vfile, *map(Path, extra_sources)], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
+    runner.build(sources=[vfile, *map(Path, extra_sources)], hdl_toplevel=toplevel,
+                 build_dir=build_dir, always=True,
                  waves=waves, timescale=("1ns", "1ps"), build_args=sim_args + list(build_args),
                  log_file=build_dir / "build.log")
     runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,

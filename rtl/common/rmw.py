@@ -65,21 +65,23 @@ class ReadModifyWrite(wiring.Component):
     depth : int, at least 2
     modify : callable ``modify(m, word, op) -> new``, optional
         Called once at elaboration: ``m`` is the Module to add logic to (``m.d.comb`` only),
-        ``word`` the word (``width`` bits) as every earlier operation left it (after
-        ``enter``), ``op`` the operation (a view of ``op_shape``) or what ``prepare`` made of
-        it; it returns the new word (at most ``width`` bits). ``modify`` is the loop that sets
-        the clock (an operation on the word the previous cycle's operation made), so keep it
-        short. Default: the built-in operations (:func:`alu_prepare`, :func:`alu_enter`,
-        :func:`alu_modify`: read, write, add, set bits, clear bits; counters, bitmap words,
-        timer-wheel buckets).
+        ``word`` the word (``width`` bits, straight from a register) as every earlier operation
+        left it (after ``enter``), ``op`` the operation (a view of ``op_shape``, from a
+        register) or what ``prepare`` made of it; it returns the new word (at most ``width``
+        bits). ``modify`` is in the loop that sets the clock (an operation on the word the
+        previous cycle's operation made), so keep it short. Default: the built-in operations
+        (:func:`alu_prepare`, :func:`alu_enter`, :func:`alu_modify`: read, write, add, set
+        bits, clear bits; counters, bitmap words, timer-wheel buckets).
     prepare : callable ``prepare(m, op) -> value``, optional
         What ``enter`` and ``modify`` need that depends on the operation alone (decoding,
-        masks), computed two stages early and registered; they then receive it in place of
-        ``op``. None: they receive ``op``.
+        masks): computed in the stage before the word is selected and registered (once more
+        for ``modify``); they then receive it, a register, in place of ``op``. None: they
+        receive ``op``.
     enter : callable ``enter(m, word, op) -> word``, optional
-        A first, cheap part of the modification (bit logic), applied to the word on its way
-        into the capture register, where it shares a LUT with the forwarding multiplexer;
-        ``modify`` then receives its result. None: the word enters unchanged.
+        A first, cheap part of the modification (bit logic on each bit alone), applied to the
+        word on its way into the capture register, where it shares a LUT with the forwarding
+        multiplexer; ``modify`` then receives its result. It is in the loop too. None: the
+        word enters unchanged. ``res.old`` is the word before ``enter``.
     op_shape : shape-like, optional
         The operation's shape; required with ``modify``, default :func:`alu_layout`.
         Anything the caller needs back with the result (a tag, an event) may ride in it.
@@ -236,8 +238,18 @@ class ReadModifyWrite(wiring.Component):
                 m.d.comb += word.eq(value)
         entered = self.enter(m, word, given_sel) if self.enter is not None else word
         captured = Signal(self.width, name="captured")
+        m.d.sync += captured.eq(entered)
+        # The word before the operation, for the result: the forwarded or read word, except
+        # for d = 1, taken in the modify stage from W1 (then holding that word), which keeps
+        # the loop's sum off this register.
+        older = Signal(self.width, name="older")
+        took_new = Signal(name="took_new")
+        m.d.sync += [older.eq(raw), took_new.eq(fwd[0])]
+        for f, value in reversed(list(zip(fwd[1:], [w[0].new, w[1].new, w[2].new]))):
+            with m.If(f):
+                m.d.sync += older.eq(value)
         old = Signal(self.width, name="old")
-        m.d.sync += [captured.eq(entered), old.eq(word)]
+        m.d.comb += old.eq(Mux(took_new, w[0].new, older))
 
         m.d.comb += new.eq(self.modify(m, captured, given_mod))
         m.d.sync += [w[0].valid.eq(mod.valid), w[0].addr.eq(mod.addr), w[0].op.eq(mod.op)]
