@@ -40,13 +40,19 @@ def verilog_top(component):
     return FlatTop(component) if has_streams(component) else component
 
 
-def write_verilog(component, toplevel, path):
+def write_verilog(component, toplevel, path, platform=None):
     """Convert ``component`` (through :func:`verilog_top`) to Verilog with top module
     ``toplevel`` into ``path`` (folders are made), headed by :data:`LICENCE_NOTICE`; returns the
-    file path."""
+    file path.
+
+    ``platform`` reaches every ``elaborate``: None (the default) for simulation, or a
+    :class:`rtl.common.target.Target` naming the FPGA family the Verilog is for (a part with a
+    family-specific form, :class:`rtl.common.memory.BlockRam`, builds it; every other block
+    gives the same Verilog either way)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(verilog_top(component), name=toplevel, emit_src=False)
+    text = verilog.convert(verilog_top(component), name=toplevel, platform=platform,
+                           emit_src=False)
     path.write_text(LICENCE_NOTICE + text)
     return path
 

