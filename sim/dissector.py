@@ -31,7 +31,7 @@ from models.layouts import (BTH, CC_STATE, ETH, IMMDT, IPV6, METH, NETH, PETH, R
                             Dscp, Ecn, NackReason, Opcode, SackVerdict)
 
 __all__ = ["LUA_SCRIPT", "ZERO_CHECKSUM_PREF", "TSHARK_MRC", "generated_block", "check", "write",
-           "tshark_mrc", "tshark_json", "main"]
+           "install", "tshark_mrc", "tshark_json", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 LUA_SCRIPT = ROOT / "sim" / "wireshark" / "mrc.lua"
@@ -148,6 +148,25 @@ def write(path=LUA_SCRIPT):
     return old != new
 
 
+def install(home=None):
+    """``make wireshark-install``: copy the dissector into the user's Lua plugin folder
+    (``~/.local/lib/wireshark/plugins/``, Wireshark 4.0's "Personal Lua Plugins") and set
+    :data:`ZERO_CHECKSUM_PREF` in the user's preferences file (``~/.config/wireshark/preferences``),
+    replacing an earlier setting of it. Idempotent. Returns ``(plugin path, preferences path)``."""
+    home = Path(home) if home is not None else Path.home()
+    plugin = home / ".local" / "lib" / "wireshark" / "plugins" / LUA_SCRIPT.name
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text(LUA_SCRIPT.read_text())
+    prefs = home / ".config" / "wireshark" / "preferences"
+    prefs.parent.mkdir(parents=True, exist_ok=True)
+    name, value = ZERO_CHECKSUM_PREF.split(":")
+    comment = "# MRC frames carry UDP checksum 0 over IPv6 (docs/protocol.md 1.3)"
+    lines = prefs.read_text().splitlines() if prefs.exists() else []
+    lines = [line for line in lines if not line.startswith(f"{name}:") and line != comment]
+    prefs.write_text("".join(f"{line}\n" for line in lines + [comment, f"{name}: {value}"]))
+    return plugin, prefs
+
+
 def tshark_mrc(capture, *args, check_rc=True):
     """Run ``tshark -n -r capture`` with the dissector (:data:`TSHARK_MRC`) and ``args``;
     returns the completed process (stdout, stderr as text)."""
@@ -192,9 +211,16 @@ def main(argv=None):
     group.add_argument("--write", action="store_true", help="regenerate the block")
     group.add_argument("--check", action="store_true", help="exit 1 if the block is stale")
     group.add_argument("--print", action="store_true", help="print the block")
+    group.add_argument("--install", action="store_true",
+                       help="copy the dissector into ~/.local/lib/wireshark/plugins and set "
+                            f"{ZERO_CHECKSUM_PREF} in ~/.config/wireshark/preferences")
     args = parser.parse_args(argv)
     if args.print:
         print(generated_block())
+        return 0
+    if args.install:
+        plugin, prefs = install()
+        print(f"installed {plugin}; set {ZERO_CHECKSUM_PREF.replace(':', ': ')} in {prefs}")
         return 0
     if args.write:
         print(f"{LUA_SCRIPT}: {'rewritten' if write() else 'up to date'}")

@@ -417,3 +417,23 @@ def test_fabric_model_capture(fabric_capture):
         assert int(psn) == int.from_bytes(frame[111:114], "big")
         assert int(count) >= 1
     assert {"data", "sack"} <= set(kinds), kinds
+
+
+def test_install_into_a_home(tmp_path, decoded):
+    """``make wireshark-install`` (``python -m sim.dissector --install``) into an empty home:
+    plain ``tshark -r`` then loads the dissector and takes the zero checksum; a second install
+    leaves the preferences file as it was."""
+    path, frames = decoded
+    home = tmp_path / "home"
+    plugin, prefs = dissector.install(home)
+    first = prefs.read_text()
+    dissector.install(home)
+    assert prefs.read_text() == first and first.count("udp.ignore_ipv6_zero_checksum") == 1
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "mrc.kind",
+                          "-e", "_ws.expert.severity"], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert [line.split("\t")[0] for line in out] == [exp["kind"] for _, _, exp, _ in frames]
+    errors = [line for line in out if any(int(s) >= PI_ERROR for s in
+                                          line.split("\t")[1].split(",") if s)]
+    assert len(errors) == 1          # the corrupted frame's ICRC
