@@ -10,6 +10,8 @@
 #   builds the small ones: icebreaker, ulx3s_frame),
 #   regs (docs/regs/: every top's register map as SystemRDL, C header, IP-XACT and Markdown,
 #   read from the RTL; and docs/registers.md section 6),
+#   fusesoc (the NIC engine's FuseSoC core, fpga/fusesoc/, built with Verilator lint;
+#   CORE=mrc:switch:switch for the switch),
 #   wireshark-install (the MRC dissector into ~/.local/lib/wireshark/plugins, and the preference
 #   udp.ignore_ipv6_zero_checksum set in ~/.config/wireshark/preferences).
 # Knobs: SCENARIO=sim/scenarios/<name>.yaml (make sim), WAVES=1 (waveforms),
@@ -31,7 +33,7 @@ ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
 .PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean \
-	regs wireshark-install
+	regs fusesoc wireshark-install
 
 all: test
 
@@ -75,6 +77,11 @@ fpga-ci: setup
 # The register maps, read from the RTL (rtl/regmap.py): SystemRDL and PeakRDL's outputs.
 regs: setup
 	$(ENV) python -m rtl.regmap
+
+# FuseSoC cores (fpga/fusesoc/*.core): the generator runs the project's Verilog generation.
+CORE ?= mrc:nic:nic_engine
+fusesoc: setup
+	$(ENV) fusesoc --cores-root fpga/fusesoc run --build-root build/fusesoc --target lint $(CORE)
 
 # The Wireshark dissector (sim/wireshark/mrc.lua): copied into the user's Lua plugin folder, with
 # the preference that accepts MRC's zero UDP checksum over IPv6 (docs/protocol.md 1.3).
