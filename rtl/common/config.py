@@ -11,11 +11,28 @@ is counted after the clear.
 A block builds its map with :class:`ConfigMap` and documents it with :meth:`ConfigMap.doc_rows`.
 """
 
+from contextlib import contextmanager
+
 from amaranth.hdl import Signal, Const, Mux
 
-__all__ = ["ConfigMap", "READ_LATENCY"]
+__all__ = ["ConfigMap", "READ_LATENCY", "collect_maps"]
 
 READ_LATENCY = 1
+
+# Lists that collect every ConfigMap built while they are open (collect_maps).
+_collectors = []
+
+
+@contextmanager
+def collect_maps():
+    """Collect every :class:`ConfigMap` built inside the ``with`` block (the register-map
+    generator, ``rtl/regmap.py``, elaborates a top inside it); yields the list."""
+    maps = []
+    _collectors.append(maps)
+    try:
+        yield maps
+    finally:
+        _collectors.remove(maps)
 
 
 class ConfigMap:
@@ -26,6 +43,9 @@ class ConfigMap:
         self.name = name
         self.reads = {}    # addr -> Value
         self.rows = []     # (addr, name, access, doc)
+        self.strobed = set()   # addresses whose write strobe the block uses (rtl/regmap.py)
+        for maps in _collectors:
+            maps.append(self)
 
     def _claim(self, addr, name, access, doc, value):
         if addr in self.reads:
@@ -37,6 +57,7 @@ class ConfigMap:
 
     def write_strobe(self, addr):
         """A Value that is 1 in the cycle of a write to ``addr``."""
+        self.strobed.add(addr)
         return self.port.cfg_we & (self.port.cfg_addr == addr)
 
     def reg(self, addr, name, width=32, init=0, doc=""):

@@ -3,9 +3,10 @@
 QPs, EV sets, memory regions, addresses, planes, counters, status; and the records a host puts on
 the NIC's streams (work requests, EV events) or takes from them (completions).
 
-Every register address and field comes from the blocks' own map constants (``rtl/*.py`` and
-``models/*.py``); where a block documents a packed field only in its docstring, the field table
-here cites that docstring.
+Every register address comes from the blocks' own map constants (``rtl/*.py`` and
+``models/*.py``); each block's base and address width, and the packed fields of the words the
+driver decodes, come from ``rtl/regmap.py`` (``NIC_BLOCKS``, ``FIELDS``), the same source as the
+generated SystemRDL, C header, IP-XACT and register document (docs/registers.md section 6).
 """
 
 import inspect
@@ -23,16 +24,14 @@ from models.records import COMPLETION, EV_EVENT, WORK_REQUEST, CompletionStatus,
 from models.reliability import K_BITS, RETRY_BITS, W_BITS
 from models.spray import EV_BITS, LFSR_BITS, SlotState
 from rtl import plane_splitter as split_map
-from rtl import placement as placement_rtl
+from rtl import regmap
 from rtl import reliability as rel_map
 from rtl import rx_engine as rx_map
 from rtl import rx_front as front_map
 from rtl import rx_tracker as tracker_map
 from rtl import spray_scheduler as spray_map
-from rtl import tx_engine
 from rtl import tx_path as path_map
-from rtl.nic_engine import (ENGINE_COUNTERS, ENGINE_INFO, ENGINE_STATUS, ENGINE_TICKS, NicEngine,
-                            nic_addr)
+from rtl.nic_engine import ENGINE_COUNTERS, ENGINE_INFO, ENGINE_STATUS, ENGINE_TICKS, NicEngine
 
 from .access import MASK32, READ, WRITE, DriverError, as_access, operation
 from .names import Counters, check_index, check_int, pick
@@ -46,13 +45,9 @@ NIC_DEFAULTS = {name: p.default for name, p in inspect.signature(NicEngine).para
 
 # The NIC's blocks with a map of their own: the transmit engine's sub-blocks
 # (rtl/tx_engine.py BLOCKS), the receive engine's (rtl/rx_engine.py, one 0x1000-word page each),
-# the reliability block and the engine's own words (rtl/nic_engine.py BLOCKS).
-_RX_PAGE = rx_map.TRACKER_BASE - rx_map.FRONT_BASE
-_RX_BLOCKS = {"rx_front": (rx_map.FRONT_BASE, front_map.ADDR_WIDTH),
-              "rx_tracker": (rx_map.TRACKER_BASE, tracker_map.ADDR_WIDTH),
-              "placement": (rx_map.PLACEMENT_BASE, placement_rtl.ADDR_WIDTH),
-              "rx_engine": (rx_map.ENGINE_BASE, _RX_PAGE.bit_length() - 1)}
-NIC_BLOCKS = tuple(tx_engine.BLOCKS) + tuple(_RX_BLOCKS) + ("reliability", "engine")
+# the reliability block and the engine's own words (rtl/nic_engine.py BLOCKS), as
+# rtl/regmap.py places them (its NIC_BLOCKS: base and address width of each).
+NIC_BLOCKS = tuple(regmap.NIC_BLOCKS)
 
 # Every counter of the NIC by block (32 bits, cleared when written; rtl/common/config.py).
 NIC_COUNTERS = Counters("NIC", "plane", plain={
@@ -71,22 +66,30 @@ NIC_COUNTERS = Counters("NIC", "plane", plain={
     "rx_front": (front_model.PLANE_COUNTERS, front_map.plane_reg),
 }, index_param="n_planes")
 
-# Packed words documented in the blocks' docstrings: (field, lowest bit, width).
-_ENGINE_INFO_FIELDS = (("n_planes", 0, 4), ("data_bytes", 8, 8), ("n_qps", 16, 16))
-_ENGINE_STATUS_FIELDS = (("fork", 0, 1), ("ev_merge", 1, 1), ("ctrl_merge", 2, 1),
-                         ("cpl_merge", 3, 1))                      # rtl/nic_engine.py map
-_REL_INFO_FIELDS = (("n_qps", 0, 8), ("log2_ring", 8, 4), ("probe_entries", 12, 8),
-                    ("log2_wr_depth", 20, 4), ("timer_bits", 24, 5))   # rtl/reliability.py map
-_TRACKER_INFO_FIELDS = (("n_qps", 0, 8), ("mpr_128", 8, 8), ("wimm_max", 16, 8))  # rx_tracker
-_REL_SETUP_FIELDS = (("cack_psn", 0, 24), ("error", 30, 1), ("enable", 31, 1))
-_REL_QP_INFO_FIELDS = (("window", 0, 16), ("pending_wrs", 16, 16))
-_TRACKER_CACK_FIELDS = (("cack_psn", 0, 24), ("enable", 31, 1))
-_SEG_COUNTS_FIELDS = (("held", 0, 8), ("unsent", 8, 8), ("retx_waiting", 16, 1))
-_PROBE_FIELDS = (("valid", 0, 1), ("outstanding", 1, 1), ("clean", 2, 2), ("qpn", 8, 8),
-                 ("probe_id", 16, 16))                             # rtl/reliability.py map
-# Fields of written words (the maps' docstrings).
-_SEG_ENABLE = 1 << 31                     # models/segmenter.py QP_CONTEXT: bit 31 enable
-_T0_BITS, _PORT_SHIFT = 10, 16            # rtl/tx_path.py: peer T0 bits 9..0, port 25..16
+# Packed words: (field, lowest bit, width), from rtl/regmap.py FIELDS (the blocks' docstrings).
+_ENGINE_INFO_FIELDS = regmap.fields("engine", "info")
+_ENGINE_STATUS_FIELDS = regmap.fields("engine", "status")
+_REL_INFO_FIELDS = regmap.fields("reliability", "info")
+_TRACKER_INFO_FIELDS = regmap.fields("rx_tracker", "info")
+_REL_SETUP_FIELDS = regmap.fields("reliability", "qp.cack")
+_REL_QP_INFO_FIELDS = regmap.fields("reliability", "qp.info")
+_TRACKER_CACK_FIELDS = regmap.fields("rx_tracker", "qp.cack")
+_SEG_COUNTS_FIELDS = regmap.fields("segmenter", "qp.counts")
+_PROBE_FIELDS = regmap.fields("reliability", "probe_entry.state")
+
+
+def _field(block, register, name):
+    """``(lowest bit, width)`` of field ``name`` of a packed word (rtl/regmap.py FIELDS)."""
+    for field, lsb, width in regmap.fields(block, register):
+        if field == name:
+            return lsb, width
+    raise KeyError(f"{block}.{register} has no field {name}")
+
+
+# Fields of written words.
+_SEG_ENABLE = 1 << _field("segmenter", "qp_context", "enable")[0]
+_T0_BITS = _field("tx_path", "qp.peer_path", "peer_t0")[1]
+_PORT_SHIFT = _field("tx_path", "qp.peer_path", "peer_port")[0]
 _SEED_MAX = (1 << LFSR_BITS) - 1          # rtl/spray_scheduler.py: LFSR seed 1..0xFFFF
 _MAC_BITS = 48
 _RELIABILITY_PARAMS = (                   # rtl/reliability.py map: QpConfig field, offset, bits
@@ -191,18 +194,11 @@ class Nic:
     def addr(self, block, word):
         """The NIC word address of word ``word`` of ``block`` (one of :data:`NIC_BLOCKS`)."""
         pick(self.name, "block", block, dict.fromkeys(NIC_BLOCKS))
-        try:
-            if block in tx_engine.BLOCKS:
-                return nic_addr("tx", tx_engine.engine_addr(block, word))
-            if block in _RX_BLOCKS:
-                base, width = _RX_BLOCKS[block]
-                if not 0 <= word < 1 << width:
-                    raise ValueError(f"address {word:#x} does not fit block {block} "
-                                     f"({width} bits)")
-                return nic_addr("rx", base + word)
-            return nic_addr(block, word)
-        except ValueError as exc:
-            raise DriverError(f"{self.name}: {exc}") from None
+        base, width = regmap.nic_block(block)
+        if not 0 <= word < 1 << width:
+            raise DriverError(f"{self.name}: address {word:#x} does not fit block {block} "
+                              f"({width} bits)")
+        return base + word
 
     def _qp(self, q):
         return check_index(self.name, "QP", q, self.n_qps, "n_qps")
