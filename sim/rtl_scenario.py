@@ -254,9 +254,10 @@ class WriteTap:
 
 def link_instance(dut, cable, direction):
     """The cocotb handle of the link of ``cable`` (:class:`models.fabric_topology.LinkId`) in
-    ``direction`` (names as :meth:`sim.rtl_fabric.RtlFabric.elaborate` gives them)."""
+    ``direction`` (names as :meth:`sim.rtl_fabric.RtlFabric.elaborate` gives them; the fabric
+    itself is ``inner`` under the Verilog top that gives its ports AXI-Stream names)."""
     a, b = (cable.a, cable.b) if direction == UP else (cable.b, cable.a)
-    return getattr(dut, f"link_{a[0]}{a[2]}_{b[0]}{b[2]}_p{a[1]}")
+    return getattr(dut.inner, f"link_{a[0]}{a[2]}_{b[0]}{b[2]}_p{a[1]}")
 
 
 @cocotb.test()
