@@ -57,6 +57,7 @@ T1_SPAN = 4                  # T1 indices of most EVs: paths collide, BAD marks 
 NUM_T1 = 6                   # loads with T1 6 or 7 are refused
 PERF_DECISIONS = 200
 DRAIN_CYCLES = 200_000
+ANSWER_CYCLES = 1000         # one decision answered (3 cycles of latency) within this
 
 G = SlotState.GOOD
 KIND_NAMES = {EvEvent.SKIP: "ev_skip", EvEvent.BAD: "ev_bad", EvEvent.RECOVERED: "ev_recovered",
@@ -526,7 +527,7 @@ async def spray_random(dut):
 
 @cocotb.test()
 async def spray_vectors(dut):
-    from verif.bench import ConfigDriver, RecordSink, RecordSource, start
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, wait_until
 
     p = build_params(dut)
     from models import conformance as vectors
@@ -562,8 +563,7 @@ async def spray_vectors(dut):
             requests.send(SPRAY_REQUEST.pack(qpn=q, plane_ok=plane_ok,
                                              avoid_valid=int(avoid is not None),
                                              avoid_ev=avoid or 0))
-            while not answers.queue:
-                await RisingEdge(dut.clk)
+            await wait_until(dut, lambda: answers.queue, ANSWER_CYCLES, f"op {n}: answer")
             got = SPRAY_ANSWER.unpack(answers.queue.popleft())
             chosen = op["chosen"]
             if chosen is None:
@@ -582,7 +582,7 @@ async def spray_vectors(dut):
 
 @cocotb.test()
 async def perf(dut):
-    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, wait_until, write_perf
 
     p = build_params(dut)
     cfg = ConfigDriver(dut)
@@ -614,8 +614,8 @@ async def perf(dut):
     cocotb.start_soon(log())
     for _ in range(PERF_DECISIONS):
         requests.send(SPRAY_REQUEST.pack(qpn=0, plane_ok=0xFF))
-    while len(answers.queue) < PERF_DECISIONS:
-        await RisingEdge(dut.clk)
+    await wait_until(dut, lambda: len(answers.queue) >= PERF_DECISIONS,
+                     PERF_DECISIONS * 8 + 100, f"{PERF_DECISIONS} answers")
     assert all(SPRAY_ANSWER.unpack(w)["found"] for w in answers.queue)
     cycles = (ans_cycles[-1] - ans_cycles[0]) / (PERF_DECISIONS - 1)
     latencies = {a - r for a, r in zip(ans_cycles, req_cycles)}
