@@ -88,6 +88,7 @@ class Checker:
         self.marked = []
         self.marked_evs = []           # EVs reported marked: candidates for RECOVERED
         self.counts = dict.fromkeys(COUNTERS, 0)
+        self.planes_down = self.planes_up = 0    # plane-up writes seen (coverage)
         self.table_writes = 0
         self.busy_writes = set()       # indices of table writes that must be refused as busy
 
@@ -159,7 +160,10 @@ class Checker:
                 self.counts["load_refused"] += 1
         elif addr == ADDR_PLANE_UP:
             for plane in range(self.n_planes):
-                self.model.set_plane_up(plane, data >> plane & 1)
+                up = data >> plane & 1
+                self.planes_down += bool(self.model.plane_up[plane] and not up)
+                self.planes_up += bool(up and not self.model.plane_up[plane])
+                self.model.set_plane_up(plane, up)
         elif addr == ADDR_EV_MIN_ACTIVE:
             self.model.ev_min_active = data & 0xFFFF
         elif addr == ADDR_NUM_T1:
@@ -520,6 +524,11 @@ async def spray_random(dut):
     assert not int(dut.m_ans_tvalid.value) and not int(dut.m_marked_tvalid.value)
     assert not checker.answers and not checker.marked
     dut._log.info("%d answers and every EV_MARKED record checked; counters %s", checked, counts)
+    from verif import coverage
+    coverage.hit_counts("EV event (4.4)", {k[3:].upper(): v for k, v in counts.items()
+                                           if k.startswith("ev_")})
+    coverage.hit("plane", "down", checker.planes_down)
+    coverage.hit("plane", "up", checker.planes_up)
     write_result(dut, "spray_scheduler", checked)
 
 

@@ -442,7 +442,17 @@ class SwitchBench:
         """One result line per scenario (``make sim``), named after the build and the scenario."""
         from verif.bench import write_result
 
+        from verif import coverage
+
         frames = sum(len(r) for r in self.received)
+        verdicts = {"data": "fits", "control": "fits", "trimmed": "trimmed",
+                    "dropped_full": "dropped_full", "dropped_port_down": "dropped_port_down",
+                    "malformed": "malformed"}
+        for port_admissions in self.admissions:
+            for adm in port_admissions:
+                coverage.hit("switch admission (7)", verdicts[adm.verdict])
+                if getattr(adm, "mark", False):
+                    coverage.hit("switch admission (7)", "ce_marked")
         os.environ["MRC_BENCH"] = f"{BUILD_NAME}-{name}"
         write_result(self.dut, "switch", frames, **self.trace_counts)
         os.environ["MRC_BENCH"] = BUILD_NAME
