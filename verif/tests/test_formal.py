@@ -67,6 +67,13 @@ def test_stream_fifo_bounded_deep():
     check("stream_fifo_deep", m, ports, **depths)
 
 
+def test_placement_writes_only_its_packets_bytes():
+    # docs/protocol.md section 5: no AXI write outside [va, va + length) of its packet.
+    m, ports, depths = formal_blocks.placement_harness()
+    result = check("placement", m, ports, **depths)
+    assert result.modes["bmc"][0] == "PASS" and result.modes["cover"][0] == "PASS"
+
+
 @pytest.mark.parametrize("block", [LossySlice, StutterSlice])
 def test_broken_slice_fails_with_waveform(block):
     # The slice with its skid entry written back (LossySlice) or its output payload unstable
