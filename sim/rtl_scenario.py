@@ -256,7 +256,13 @@ def link_instance(dut, cable, direction):
     """The cocotb handle of the link of ``cable`` (:class:`models.fabric_topology.LinkId`) in
     ``direction`` (names as :meth:`sim.rtl_fabric.RtlFabric.elaborate` gives them)."""
     a, b = (cable.a, cable.b) if direction == UP else (cable.b, cable.a)
-    return getattr(dut, f"link_{a[0]}{a[2]}_{b[0]}{b[2]}_p{a[1]}")
+    name = f"link_{a[0]}{a[2]}_{b[0]}{b[2]}_p{a[1]}"
+    # The fabric's Verilog top is rtl.common.flat_top.FlatTop around the fabric (its AXI ports
+    # get their flat names), so the links sit one level down, in ``inner``.
+    try:
+        return getattr(dut.inner, name)
+    except AttributeError:
+        return getattr(dut, name)
 
 
 @cocotb.test()
