@@ -453,6 +453,9 @@ class SwitchBench:
                 coverage.hit("switch admission (7)", verdicts[adm.verdict])
                 if getattr(adm, "mark", False):
                     coverage.hit("switch admission (7)", "ce_marked")
+        for p in range(self.ports):     # malformed frames dropped at the ingress
+            coverage.hit("switch admission (7)", "malformed",
+                         self.model.ingress_counters(p)["dropped_malformed"])
         os.environ["MRC_BENCH"] = f"{BUILD_NAME}-{name}"
         write_result(self.dut, "switch", frames, **self.trace_counts)
         os.environ["MRC_BENCH"] = BUILD_NAME
