@@ -2,7 +2,8 @@
 # MRC NIC engine and trimming switch. The two commands for a fresh machine:
 #   make sim    the main job: a fabric of RTL NICs and switches plays a scenario (default: a
 #               T0-T1 link fails mid-run) under Verilator; summary, pcapng per plane, goodput plot
-#   make test   every test except the wide sweeps (models, Amaranth, cocotb on Icarus and Verilator)
+#   make test   every test except the wide sweeps (models, Amaranth, formal, cocotb on Icarus and
+#               Verilator, one short RTL-fabric scenario), then the functional coverage table
 # Both run the idempotent set-up first. Other targets: test-full, benches (every cocotb bench on
 #   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
@@ -42,11 +43,15 @@ setup:
 
 test: setup
 	$(ENV) lint-imports
+	$(ENV) python -m verif.coverage --clear
 	$(PYTEST) -m "not full"
+	$(ENV) python -m verif.coverage
 
 test-full: setup
 	$(ENV) lint-imports
+	$(ENV) python -m verif.coverage --clear
 	$(PYTEST)
+	$(ENV) python -m verif.coverage
 
 vectors-check: setup
 	$(ENV) python -m models.conformance --check $(SPEC_VECTORS)

@@ -49,6 +49,7 @@ class Recorder:
         self.writers = []
         self.entries = {}           # cable key -> cycles of data frames entering it
         self.actions = []           # (cycle applied, Action)
+        self.planned = None         # actions of the fault timeline (set by plan())
 
     def open_pcaps(self, stack):
         """One :class:`sim.pcapng.PcapngWriter` per plane, closed by the ``ExitStack``."""
@@ -81,6 +82,11 @@ class Recorder:
     def action(self, action, cycle):
         self.actions.append((cycle, action))
 
+    def plan(self, actions):
+        """The fault timeline the run must apply in full (a run that ends first fails: its
+        fault claims were never exercised)."""
+        self.planned = list(actions)
+
     # --- the end ----------------------------------------------------------------------------------
 
     def outages(self):
@@ -107,7 +113,15 @@ class Recorder:
         checks = scen.checks
         sim_us = end / CYCLES_PER_US
         failed = []
-        # route around
+        # every scheduled fault applied (audit #3)
+        if self.planned is not None and len(self.actions) < len(self.planned):
+            missing = self.planned[len(self.actions):]
+            failed.append(f"faults: {len(self.actions)} of {len(self.planned)} fault actions "
+                          f"applied; the run ended before {missing[0].op} {missing[0].cable} "
+                          f"at {missing[0].cycle / CYCLES_PER_US:.2f} us")
+        # route around; an outage no data frame met proves nothing and fails unless the scenario
+        # says so (checks.idle_faults_ok; audit #2)
+        idle_ok = getattr(checks, "idle_faults_ok", False)
         arounds = []
         for fault, window, cable, start, stop in self.outages():
             cycles, frames = route_around(self.entries.get(cable, []), start, stop)
@@ -119,6 +133,10 @@ class Recorder:
                 failed.append(f"fault {fault} outage {window}: last data frame on the broken "
                               f"cable {cycles / CYCLES_PER_US:.2f} us after it went, more than "
                               f"{checks.route_around_us} us")
+            if frames == 0 and not idle_ok:
+                failed.append(f"fault {fault} outage {window}: no data frame entered the broken "
+                              f"cable, so the route-around claim was not tested "
+                              f"(checks.idle_faults_ok allows it)")
         for name, counter in (("min_trims", "switch_trimmed"),
                               ("min_ecn_marks", "switch_ecn_marked"),
                               ("min_retransmitted", "nic_send_retx"),

@@ -292,6 +292,7 @@ async def scenario(dut):
                                          rec.pcap_sink(writers[plane], iface),
                                          p["data_width"]))
         actions = fault_timeline(scen)
+        rec.plan(actions)
         cables = {}
         for action in actions:
             if action.op in ("cut", "loss") and action.cable not in cables:
@@ -338,7 +339,7 @@ async def scenario(dut):
                                  label=lambda c: f"{(c - zero) / CYCLES_PER_US:.1f} us")
         end = ctl.cycle - zero
         if not fault_task.done():
-            dut._log.info("the run ended before every fault of the scenario was applied")
+            dut._log.error("the run ended before every fault of the scenario was applied")
             fault_task.cancel()
         messages, size = ctl.check_memory()
         counters = await ctl.counters()

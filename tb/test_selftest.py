@@ -150,6 +150,8 @@ async def selftest_runs(dut):
         if c["sent"] == c["ok"] + c["bad"] + c["lost"] and not int(dut.tap_tx_tvalid.value):
             break
         await ClockCycles(dut.clk, 16)
+    else:
+        raise AssertionError(f"the self-test never settled: counters {counters(dut)}")
     cycles = (cocotb.utils.get_sim_time("ns") - t0) * CLK_HZ / 1e9
     await ClockCycles(dut.clk, 20)
     c = counters(dut)

@@ -57,6 +57,7 @@ T1_SPAN = 4                  # T1 indices of most EVs: paths collide, BAD marks 
 NUM_T1 = 6                   # loads with T1 6 or 7 are refused
 PERF_DECISIONS = 200
 DRAIN_CYCLES = 200_000
+ANSWER_CYCLES = 1000         # one decision answered (3 cycles of latency) within this
 
 G = SlotState.GOOD
 KIND_NAMES = {EvEvent.SKIP: "ev_skip", EvEvent.BAD: "ev_bad", EvEvent.RECOVERED: "ev_recovered",
@@ -87,6 +88,7 @@ class Checker:
         self.marked = []
         self.marked_evs = []           # EVs reported marked: candidates for RECOVERED
         self.counts = dict.fromkeys(COUNTERS, 0)
+        self.planes_down = self.planes_up = 0    # plane-up writes seen (coverage)
         self.table_writes = 0
         self.busy_writes = set()       # indices of table writes that must be refused as busy
 
@@ -158,7 +160,10 @@ class Checker:
                 self.counts["load_refused"] += 1
         elif addr == ADDR_PLANE_UP:
             for plane in range(self.n_planes):
-                self.model.set_plane_up(plane, data >> plane & 1)
+                up = data >> plane & 1
+                self.planes_down += bool(self.model.plane_up[plane] and not up)
+                self.planes_up += bool(up and not self.model.plane_up[plane])
+                self.model.set_plane_up(plane, up)
         elif addr == ADDR_EV_MIN_ACTIVE:
             self.model.ev_min_active = data & 0xFFFF
         elif addr == ADDR_NUM_T1:
@@ -519,6 +524,11 @@ async def spray_random(dut):
     assert not int(dut.m_ans_tvalid.value) and not int(dut.m_marked_tvalid.value)
     assert not checker.answers and not checker.marked
     dut._log.info("%d answers and every EV_MARKED record checked; counters %s", checked, counts)
+    from verif import coverage
+    coverage.hit_counts("EV event (4.4)", {k[3:].upper(): v for k, v in counts.items()
+                                           if k.startswith("ev_")})
+    coverage.hit("plane", "down", checker.planes_down)
+    coverage.hit("plane", "up", checker.planes_up)
     write_result(dut, "spray_scheduler", checked)
 
 
@@ -526,7 +536,7 @@ async def spray_random(dut):
 
 @cocotb.test()
 async def spray_vectors(dut):
-    from verif.bench import ConfigDriver, RecordSink, RecordSource, start
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, wait_until
 
     p = build_params(dut)
     from models import conformance as vectors
@@ -562,8 +572,7 @@ async def spray_vectors(dut):
             requests.send(SPRAY_REQUEST.pack(qpn=q, plane_ok=plane_ok,
                                              avoid_valid=int(avoid is not None),
                                              avoid_ev=avoid or 0))
-            while not answers.queue:
-                await RisingEdge(dut.clk)
+            await wait_until(dut, lambda: answers.queue, ANSWER_CYCLES, f"op {n}: answer")
             got = SPRAY_ANSWER.unpack(answers.queue.popleft())
             chosen = op["chosen"]
             if chosen is None:
@@ -582,7 +591,7 @@ async def spray_vectors(dut):
 
 @cocotb.test()
 async def perf(dut):
-    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, write_perf
+    from verif.bench import ConfigDriver, RecordSink, RecordSource, start, wait_until, write_perf
 
     p = build_params(dut)
     cfg = ConfigDriver(dut)
@@ -614,8 +623,8 @@ async def perf(dut):
     cocotb.start_soon(log())
     for _ in range(PERF_DECISIONS):
         requests.send(SPRAY_REQUEST.pack(qpn=0, plane_ok=0xFF))
-    while len(answers.queue) < PERF_DECISIONS:
-        await RisingEdge(dut.clk)
+    await wait_until(dut, lambda: len(answers.queue) >= PERF_DECISIONS,
+                     PERF_DECISIONS * 8 + 100, f"{PERF_DECISIONS} answers")
     assert all(SPRAY_ANSWER.unpack(w)["found"] for w in answers.queue)
     cycles = (ans_cycles[-1] - ans_cycles[0]) / (PERF_DECISIONS - 1)
     latencies = {a - r for a, r in zip(ans_cycles, req_cycles)}

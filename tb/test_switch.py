@@ -63,7 +63,7 @@ from models.layouts import (CONTROL_OPCODES, DATA_OPCODES, ETHERTYPE_IPV6, Dscp,
                             ext_length)
 from models.packets import build_frame
 from models.records import ext_to_int
-from models.switch import INGRESS_COUNTERS, SwitchModel
+from models.switch import INGRESS_COUNTERS, STORED, SwitchModel
 from models.switch_queue import Queue, Verdict, ecn_threshold
 from models.un_stage import REASONS
 from models.usid import DEFAULT_BLOCK, Role, carrier, encode
@@ -87,6 +87,7 @@ ECN_FRAMES = 1000           # switch_ecn (12,000 under @pytest.mark.full)
 ECN_MIN_BAND = 15           # frames each band must hold (400 in the full run)
 PERF_FRAMES = 32
 OVERFLOW_FRAMES = 1200      # switch_overflow, per ingress port
+RR_OFFER_CYCLES = 3         # a stored frame's end to its offer at the arbiter, at most
 OWN = encode(2, Role.T0, 5)
 NO_PORT = encode(2, Role.HOST, 99)   # routed to port K when K is not a power of two
 BUILD_NAME = os.environ.get("MRC_BENCH", "switch")
@@ -254,6 +255,11 @@ class SwitchBench:
         self.cycle = 0
         self.trace_counts = dict.fromkeys(("arrive", "grant", "admit", "dequeue",
                                            "admit_with_dequeue"), 0)
+        # Round-robin judged, not replayed (audit #7): the cycle each stored frame ended, per
+        # ingress, and the last port granted (the arbiter starts at port 0 after reset).
+        self.stored_at = [deque() for _ in range(self.ports)]
+        self.last_grant = self.ports - 1
+        self.rr_checked = 0             # grants that had another ingress waiting
 
     async def start(self, routes):
         from verif.bench import start
@@ -331,10 +337,13 @@ class SwitchBench:
             for p in range(self.ports):
                 if t["arrive"] >> p & 1:
                     frame, tuser = self.sent[p].popleft()
-                    model.arrive(p, frame, bad=bool(tuser & 1),
-                                 overflow=bool(t["overflow"] >> p & 1))
+                    outcome = model.arrive(p, frame, bad=bool(tuser & 1),
+                                           overflow=bool(t["overflow"] >> p & 1))
+                    if outcome == STORED:
+                        self.stored_at[p].append(self.cycle)
                     self.trace_counts["arrive"] += 1
             if t["grant"]:
+                self.check_round_robin(t["grant_port"])
                 model.grant(t["grant_port"])
                 self.trace_counts["grant"] += 1
             for p in range(self.ports):
@@ -351,6 +360,26 @@ class SwitchBench:
                 self.trace_counts["admit"] += 1
                 # the admission sees the queue after the dequeue of its own cycle
                 self.trace_counts["admit_with_dequeue"] += t["dequeue"] >> t["admit_port"] & 1
+
+    def check_round_robin(self, port):
+        """docs/protocol.md section 7: the arbiter grants the first ingress holding a whole
+        frame in round-robin order from the port after the last grant. An ingress whose oldest
+        frame ended at least :data:`RR_OFFER_CYCLES` cycles ago (the time from the frame's end
+        to its offer at the arbiter) holds one; a grant that passes over such a port fails."""
+        n = self.ports
+        between = [(self.last_grant + d) % n for d in range(1, n)]
+        between = between[:between.index(port)] if port in between else []
+        for q in between:
+            if self.stored_at[q] and self.cycle - self.stored_at[q][0] >= RR_OFFER_CYCLES:
+                raise AssertionError(
+                    f"cycle {self.cycle}: the arbiter granted ingress {port} after {self.last_grant}"
+                    f", passing over ingress {q}, whose frame ended at cycle "
+                    f"{self.stored_at[q][0]} (round robin, docs/protocol.md 7)")
+        if any(self.stored_at[q] for q in range(n) if q != port):
+            self.rr_checked += 1
+        assert self.stored_at[port], f"cycle {self.cycle}: grant of empty ingress {port}"
+        self.stored_at[port].popleft()
+        self.last_grant = port
 
     async def _check_port(self, port):
         while True:
@@ -413,7 +442,20 @@ class SwitchBench:
         """One result line per scenario (``make sim``), named after the build and the scenario."""
         from verif.bench import write_result
 
+        from verif import coverage
+
         frames = sum(len(r) for r in self.received)
+        verdicts = {"data": "fits", "control": "fits", "trimmed": "trimmed",
+                    "dropped_full": "dropped_full", "dropped_port_down": "dropped_port_down",
+                    "malformed": "malformed"}
+        for port_admissions in self.admissions:
+            for adm in port_admissions:
+                coverage.hit("switch admission (7)", verdicts[adm.verdict])
+                if getattr(adm, "mark", False):
+                    coverage.hit("switch admission (7)", "ce_marked")
+        for p in range(self.ports):     # malformed frames dropped at the ingress
+            coverage.hit("switch admission (7)", "malformed",
+                         self.model.ingress_counters(p)["dropped_malformed"])
         os.environ["MRC_BENCH"] = f"{BUILD_NAME}-{name}"
         write_result(self.dut, "switch", frames, **self.trace_counts)
         os.environ["MRC_BENCH"] = BUILD_NAME
@@ -486,6 +528,13 @@ async def switch_random(dut):
     await bench.drain()
     await bench.check_state()
     assert bench.model.egress_counters(last)["dropped_port_down"] > 0
+    # No ingress FIFO overflows at this load (the counter is the RTL's own report, so only its
+    # absence is a claim; audit #7), and the arbiter's order was judged with others waiting.
+    overflow = [bench.model.ingress_counters(p)["dropped_overflow"] for p in range(bench.ports)]
+    assert overflow == [0] * bench.ports, f"ingress overflow drops {overflow}"
+    assert bench.rr_checked > 50, f"only {bench.rr_checked} grants had another ingress waiting"
+    dut._log.info("round robin judged on %d grants with another ingress waiting",
+                  bench.rr_checked)
     bench.finish("random")
 
 

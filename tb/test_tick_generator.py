@@ -55,6 +55,7 @@ async def tick_matches_model(dut):
         model.clock(rst=rst)
     else:
         raise AssertionError(f"only {ticks_seen} of {ticks_wanted} ticks in {max_cycles} cycles")
+    assert resets > 0, f"no random reset in {cycle} cycles: the reset claim was not tested"
     dut._log.info("clk_hz %d: %d ticks over %d cycles, %d random resets, all equal to the model",
                   clk_hz, ticks_seen, cycle, resets)
     write_result(dut, "tick_generator", ticks_seen)

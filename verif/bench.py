@@ -15,7 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-__all__ = ["params", "frames", "make_rng", "start", "ConfigDriver", "RecordSource", "RecordSink",
+__all__ = ["params", "frames", "make_rng", "start", "wait_until", "ConfigDriver", "RecordSource", "RecordSink",
            "random_pause", "phased_pause", "axis_ends", "write_result", "write_perf", "PERF_SIZES",
            "CLK_PERIOD_NS"]
 
@@ -53,6 +53,17 @@ async def start(dut, reset_cycles=4):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
     await RisingEdge(dut.clk)
+
+
+async def wait_until(dut, condition, max_cycles, what):
+    """Wait on ``dut.clk`` until ``condition()`` holds; raise naming ``what`` after
+    ``max_cycles`` cycles (a DUT that stops answering fails the bench instead of hanging CI).
+    Returns the cycles waited."""
+    for waited in range(max_cycles + 1):
+        if condition():
+            return waited
+        await RisingEdge(dut.clk)
+    raise AssertionError(f"{what}: not within {max_cycles} cycles")
 
 
 def random_pause(rng, probability):

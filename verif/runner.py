@@ -27,7 +27,7 @@ from rtl.gen import write_verilog
 
 SIMULATORS = ("icarus", "verilator")
 
-__all__ = ["run_bench", "SIMULATORS", "bench_seed", "DP16KD_MODEL"]
+__all__ = ["run_bench", "SIMULATORS", "bench_seed", "check_results", "DP16KD_MODEL"]
 
 # A behavioural model of the ECP5 DP16KD, for simulating rtl.common.memory.BlockRam's ECP5 form.
 DP16KD_MODEL = ROOT / "verif" / "dp16kd_sim.v"
@@ -49,11 +49,37 @@ def use_ccache():
         os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
 
 
+def check_results(results_xml, testcase=None):
+    """Read cocotb's ``results.xml``: raise when no test ran (a ``testcase`` that matches no
+    ``@cocotb.test`` only makes cocotb warn "No tests left after filtering", and its
+    results then count no failure), when a requested test did not run, or when one failed or
+    errored. Returns the names of the tests that ran."""
+    import xml.etree.ElementTree as ET
+
+    path = Path(results_xml)
+    if not path.exists():
+        raise AssertionError(f"no cocotb results in {path}: the simulation did not run")
+    cases = list(ET.parse(path).getroot().iter("testcase"))
+    ran = [case.get("name") for case in cases]
+    if not ran:
+        raise AssertionError(f"no cocotb test ran ({path}); testcase={testcase!r} matches none")
+    wanted = [testcase] if isinstance(testcase, str) else list(testcase or [])
+    missing = [name for name in wanted if name not in ran]
+    if missing:
+        raise AssertionError(f"cocotb tests {missing} did not run ({path}); ran {ran}")
+    bad = [case.get("name") for case in cases
+           if case.find("failure") is not None or case.find("error") is not None]
+    if bad:
+        raise AssertionError(f"cocotb tests {bad} failed ({path})")
+    return ran
+
+
 def run_bench(component, *, name, toplevel, test_module, sim, params=None, frames=None,
               testcase=None, build_args=(), extra_env=None, platform=None, extra_sources=()):
     """Build and run one bench. ``params`` (a dict) reaches the cocotb test as the JSON of
     ``$MRC_PARAMS``; ``frames`` as ``$MRC_FRAMES`` (unless the environment overrides it);
     ``extra_env`` (a dict, optional) adds variables to the test's environment.
+    Raises when no cocotb test ran or a requested ``testcase`` did not (:func:`check_results`).
     ``build_args`` are appended to the simulator's build arguments (e.g. ``["-CFLAGS", "-O0"]``
     for Verilator: a large design's C++ compiles several times faster). ``platform`` reaches
     the Verilog conversion (:func:`rtl.gen.write_verilog`; e.g. ``Target("ecp5")`` for a
@@ -99,7 +125,11 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
                  build_dir=build_dir, always=True,
                  waves=waves, timescale=("1ns", "1ps"), build_args=sim_args + list(build_args),
                  log_file=build_dir / "build.log")
+    results = build_dir / "results.xml"
+    if results.exists():
+        results.unlink()        # a stale file must not stand for this run
     runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=build_dir,
                 build_dir=build_dir, waves=waves, extra_env=env, seed=seed, testcase=testcase,
-                results_xml=str(build_dir / "results.xml"), timescale=("1ns", "1ps"))
+                results_xml=str(results), timescale=("1ns", "1ps"))
+    return check_results(results, testcase)
 

@@ -25,6 +25,7 @@ def simulate(clk_hz, cycles, *, seed, reset_probability=0.0, preset_count=None):
     ``tick_count`` to a value right after the initial reset (to reach the 32-bit wrap).
     """
     rng = random.Random(seed)
+    resets = []
     m = Module()
     m.domains.sync = sync = ClockDomain("sync")
     m.submodules.dut = dut = TickGenerator(clk_hz)
@@ -45,6 +46,8 @@ def simulate(clk_hz, cycles, *, seed, reset_probability=0.0, preset_count=None):
             if model.tick:
                 ticked.append(n)
             rst = rng.random() < reset_probability
+            if rst:
+                resets.append(n)
             ctx.set(sync.rst, rst)
             await ctx.tick()
             model.clock(rst=rst)
@@ -53,6 +56,8 @@ def simulate(clk_hz, cycles, *, seed, reset_probability=0.0, preset_count=None):
     sim.add_clock(1 / clk_hz)
     sim.add_testbench(bench)
     sim.run()
+    if reset_probability:
+        assert resets, f"clk_hz={clk_hz}: no random reset happened in {cycles} cycles"
     return ticked
 
 

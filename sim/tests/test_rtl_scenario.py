@@ -198,3 +198,49 @@ def test_every_rtl_form_builds_its_fabric(path):
     assert n_qps & (n_qps - 1) == 0
     assert all(q < n_qps for table in peers.values() for q in table)
     assert fabric.topology == scenario.topology
+
+
+def _finish_quiet(rec):
+    host = SimpleNamespace(done=[({"length": 100}, 0)])
+    ctl = SimpleNamespace(hosts=[host, host])
+    counters = {"nic_send": 10, "nic_send_retx": 99, "nic_recovered": 99, "switch_trimmed": 99,
+                "switch_ecn_marked": 99, "link_frames_cut": 0}
+    return rec.finish(ctl, [_Tap([500]), _Tap([500])], 2, 100, counters, 1000, 1.0,
+                      [(0, 1), (1, 0)], {(0, 1): 0, (1, 0): 0}).failed
+
+
+def test_an_outage_no_data_frame_met_fails_unless_the_scenario_allows_it(tmp_path):
+    """Audit #2 (RTL side): a cut that no data frame ever entered used to pass the route-around
+    check with 0 us; it fails now, and passes only with ``checks.idle_faults_ok``."""
+    import dataclasses
+
+    scenario = load_scenario(ROOT / "sim/scenarios/link_down.yaml", rtl=True)
+    action = fault_timeline(scenario)[0]
+    rec = Recorder(scenario, tmp_path / "idle", 4000)
+    rec.action(action, action.cycle)
+    rec.entry_sink(action.cable)(action.cycle - 10, frame_between(scenario.topology, 0, 1, ev=0))
+    failed = _finish_quiet(rec)
+    assert any("no data frame entered the broken cable" in f for f in failed), failed
+    allowed = dataclasses.replace(scenario, checks=SimpleNamespace(
+        **dataclasses.asdict(scenario.checks), idle_faults_ok=True))
+    rec = Recorder(allowed, tmp_path / "allowed", 4000)
+    rec.action(action, action.cycle)
+    assert not any("no data frame" in f for f in _finish_quiet(rec))
+
+
+def test_a_run_that_ends_before_its_faults_fails(tmp_path):
+    """Audit #3: a run whose traffic ended before the fault timeline was applied used to only
+    log it; the summary fails now."""
+    scenario = load_scenario(ROOT / "sim/scenarios/flapping_link.yaml", rtl=True)
+    actions = fault_timeline(scenario)
+    assert len(actions) >= 2
+    rec = Recorder(scenario, tmp_path, 4000)
+    rec.plan(actions)
+    rec.action(actions[0], actions[0].cycle)
+    rec.entry_sink(actions[0].cable)(actions[0].cycle + 5,
+                                     frame_between(scenario.topology, 0, 1, ev=0))
+    failed = _finish_quiet(rec)
+    assert any(f.startswith(f"faults: 1 of {len(actions)} fault actions applied") for f in failed)
+    for action in actions[1:]:
+        rec.action(action, action.cycle)
+    assert not any(f.startswith("faults:") for f in _finish_quiet(rec))

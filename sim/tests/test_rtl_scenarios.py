@@ -16,21 +16,27 @@ For each scenario with an ``rtl`` form (``sim/scenarios/*.yaml``):
   what was in flight when a link went are close, not equal.
 
 Verilator only, in ``make test-full``: each scenario builds its fabric (about 4 minutes) and runs
-1 to 4 minutes on the shared 2-core machine.
+1 to 4 minutes on the shared 2-core machine. ``make test`` plays one short form of the default
+scenario (:func:`test_rtl_fabric_smoke`): link_down on one plane, three messages each way, the
+cut at 5 us (audit #1: ``make sim``'s flow, controller and recorder run on every CI run).
 """
 
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from models.fabric import load_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted(p for p in (ROOT / "sim" / "scenarios").glob("*.yaml")
                    if "\nrtl:" in p.read_text())
-TOLERANCE_ABS = 8          # counts: at most this far apart ...
-TOLERANCE_REL = 0.25       # ... or this fraction of the larger of the two
+# Counts: at most this far apart, or this fraction of the larger of the two. The absolute term is
+# the widest gap measured between small counts (lossy_path 7 / 3, docs/scenarios.md section 6);
+# it was 8, under which any two counts up to 8 agreed (0 and 8 included; audit #9).
+TOLERANCE_ABS = 4
+TOLERANCE_REL = 0.25
 
 
 def within(rtl, model):
@@ -57,6 +63,9 @@ def agree(rtl, model):
 
 def test_tolerance_can_fail():
     assert within(19, 17) and within(300, 240) and not within(40, 20) and not within(0, 9)
+    # the measured pairs agree; 0 against 8 (agreed under the old tolerance of 8) does not
+    assert within(7, 3) and within(16, 21) and within(254, 312)
+    assert not within(0, 8) and not within(2, 8)
 
 
 @pytest.mark.sim
@@ -80,3 +89,35 @@ def test_rtl_scenario_verilator(path, tmp_path):
           f"{rtl['counters']['switch_trimmed']}; model {model.sim_us:.1f} us, retransmissions "
           f"{model.counters['retransmitted']}, trims {model.trims}")
     assert agree(rtl, model) == []
+
+
+def smoke_form(path, out):
+    """The default scenario's rtl form cut down for ``make test``: one plane (half the fabric to
+    build), three messages per host, the cut at 5 us; written to ``out`` as
+    ``link_down_smoke.yaml`` (its own name, so its own build folder)."""
+    spec = yaml.safe_load(Path(path).read_text())
+    spec["name"] = "link_down_smoke"
+    rtl = spec["rtl"]
+    rtl["topology"] = dict(rtl["topology"], planes=1)
+    rtl["traffic"] = dict(rtl["traffic"], messages=3)
+    rtl["faults"] = [dict(rtl["faults"][0], at_us=5)]
+    rtl["duration_us"] = 200
+    target = Path(out) / "link_down_smoke.yaml"
+    target.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return target
+
+
+@pytest.mark.sim
+def test_rtl_fabric_smoke(tmp_path):
+    """``make sim``'s flow in ``make test``: the RTL fabric (2 NICs, 2 T0s and 2 T1s) built by
+    Verilator, configured through AXI4-Lite, a T0-T1 cable cut while data flows; every byte
+    checked in the receivers' memory, the cut met data frames and the senders left it, the
+    files written."""
+    from sim.rtl_run import DEFAULT_SCENARIO, run
+
+    rtl = run(smoke_form(DEFAULT_SCENARIO, tmp_path), out=tmp_path / "out")
+    assert rtl["failed"] == [], rtl["failed"]
+    assert rtl["completions"] == 2 * 3
+    assert rtl["route_around"] and all(r["data_frames"] > 0 for r in rtl["route_around"])
+    assert rtl["counters"]["nic_send_retx"] > 0 and rtl["counters"]["link_frames_cut"] > 0
+    assert (tmp_path / "out" / "goodput.png").read_bytes().startswith(b"\x89PNG")

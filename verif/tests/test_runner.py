@@ -1,12 +1,22 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """verif.runner without a simulator: seeds and the ccache switch."""
 
+import pytest
+
 from verif import runner
 
 
+def _unset(monkeypatch, *names):
+    # setenv first, so that monkeypatch records the variable and restores its absence after the
+    # test: delenv of a variable that is not set records nothing, and use_ccache()'s writes to
+    # os.environ would leak into the worker's later benches (a cold throw-away ccache).
+    for name in names:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def test_ccache_on_when_installed(monkeypatch, tmp_path):
-    monkeypatch.delenv("OBJCACHE", raising=False)
-    monkeypatch.delenv("CCACHE_DIR", raising=False)
+    _unset(monkeypatch, "OBJCACHE", "CCACHE_DIR")
     monkeypatch.setattr(runner.shutil, "which", lambda cmd: "/usr/bin/ccache")
     monkeypatch.setattr(runner, "BUILD", tmp_path)
     runner.use_ccache()
@@ -16,7 +26,7 @@ def test_ccache_on_when_installed(monkeypatch, tmp_path):
 
 def test_ccache_left_alone(monkeypatch):
     # Not installed: nothing set, Verilator compiles as it would without us.
-    monkeypatch.delenv("OBJCACHE", raising=False)
+    _unset(monkeypatch, "OBJCACHE", "CCACHE_DIR")
     monkeypatch.setattr(runner.shutil, "which", lambda cmd: None)
     runner.use_ccache()
     assert "OBJCACHE" not in runner.os.environ
@@ -33,3 +43,34 @@ def test_bench_seed(monkeypatch):
     assert runner.bench_seed("switch-64") != runner.bench_seed("switch-512")
     monkeypatch.setenv("SEED", "7")
     assert runner.bench_seed("switch-64") == 7
+
+
+def test_results_without_a_test_fail(tmp_path):
+    # cocotb writes a results file with no testcase when `testcase` matches no @cocotb.test.
+    empty = tmp_path / "results.xml"
+    empty.write_text('<?xml version="1.0"?><testsuites><testsuite name="all"/></testsuites>')
+    with pytest.raises(AssertionError, match="no cocotb test ran"):
+        runner.check_results(empty, "no_such_test")
+    with pytest.raises(AssertionError, match="did not run"):
+        runner.check_results(tmp_path / "missing.xml")
+    one = tmp_path / "one.xml"
+    one.write_text('<testsuites><testsuite><testcase name="a"/></testsuite></testsuites>')
+    assert runner.check_results(one, "a") == ["a"]
+    with pytest.raises(AssertionError, match=r"\['b'\] did not run"):
+        runner.check_results(one, ["a", "b"])
+    failed = tmp_path / "failed.xml"
+    failed.write_text('<testsuites><testsuite><testcase name="a"><failure/></testcase>'
+                      '</testsuite></testsuites>')
+    with pytest.raises(AssertionError, match="failed"):
+        runner.check_results(failed)
+
+
+@pytest.mark.sim
+def test_run_bench_fails_when_testcase_matches_nothing():
+    # Audit finding 23: a misspelt testcase ran nothing and passed.
+    from rtl.tick_generator import TickGenerator
+
+    with pytest.raises(AssertionError, match="no cocotb test ran"):
+        runner.run_bench(TickGenerator(250_000_000), name="runner-no-test", toplevel="tick_generator",
+                         test_module="tb.test_tick_generator", sim="icarus",
+                         params={"clk_hz": 250_000_000}, frames=2, testcase="no_such_test")
