@@ -60,11 +60,11 @@ from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opc
 from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
 from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
-from .reliability import STREAMS, PsnState, QpConfig, Reliability, _Entry, timeout_ticks
-from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, MPR_DEFAULT, MPR_UNIT, OOO_MODULUS,
-                         PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS, SACK_EVERY,
-                         WIMM_MAX_DEFAULT, Arrival, Nack, RxState, RxTracker, Sack,
-                         Verdict, on_arrival, psn_add, psn_diff, received)
+from .reliability import STREAMS, PsnState, QpConfig, Reliability
+from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, COALESCE_UNIT, MPR_DEFAULT, MPR_UNIT,
+                         OOO_MODULUS, PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS,
+                         SACK_BYTES_DEFAULT, SACK_EVERY, WIMM_MAX_DEFAULT, Arrival, Nack, RxState,
+                         RxTracker, Sack, Verdict, on_arrival, psn_add, psn_diff, received)
 from .rx_tracker import Result as RxResult
 from .spray import (Choice, EvTable, PlaneSet, QpSet, SlotState, ev_marked_records, ev_plane,
                     lfsr_step, make_ev)
@@ -88,6 +88,7 @@ _DATA = frozenset((Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST,
 _ACKREQ = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_ONLY))
 _PSN_HALF = PSN_MODULUS >> 1
 _MASK64 = (1 << 64) - 1
+_BLOCK_MASK = (PSN_MODULUS - 1) & ~63   # the aligned block of 64 PSNs (docs/protocol.md 2.1)
 _OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
 _EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (docs/protocol.md 4.1)
 _FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
@@ -241,7 +242,8 @@ def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
 
 class FastReliability(Reliability):
     """The reliability block (:class:`models.reliability.Reliability`) made fast for the fabric
-    model, its outputs unchanged (tests/test_fabric.py drives both with the same inputs):
+    model, its outputs unchanged for either profile (tests/test_fabric.py drives both with the
+    same inputs). It overrides only the steps of the block's subclass API and uses nothing else:
 
     - two more entry points for light mode, a SACK or NACK given as the parsed
       :class:`models.rx_tracker.Sack` or :class:`models.rx_tracker.Nack` instead of the
@@ -264,18 +266,22 @@ class FastReliability(Reliability):
         self._acked.pop(qpn, None)
 
     def sack(self, qpn, sack):
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self._sack(qpn, qp, sack)
+        self.sack_step(qpn, qp, sack)
+        if not qp.error:
+            self.after_input(qpn, qp)
 
     def nack(self, qpn, nack):
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self._nack(qpn, qp, nack.reason, nack.psn, nack.ev)
+        self.nack_step(qpn, qp, nack.reason, nack.psn, nack.ev)
+        if not qp.error:
+            self.after_input(qpn, qp)
 
     def _arm(self, qpn, psn, deadline):
         """Put ``psn`` of QP ``qpn`` on the wheel at ``deadline`` (its entry's; a PSN on the
@@ -296,32 +302,16 @@ class FastReliability(Reliability):
     def sent(self, qpn, psn, ev, req_id, last, rtx):
         """:meth:`send` of a SEND_RECORD with these fields and ``flushed`` = 0 (the block reads
         no other field of it)."""
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["send_dropped"] += 1
             return
-        if rtx:
-            entry = qp.entries.get(psn)
-            if entry is None or entry.acked or entry.state != PsnState.RETX_PENDING:
-                self.counters["send_stale"] += 1
-                return
-            self.counters["send_retx"] += 1
-            entry.ev = ev
-            entry.state = PsnState.IN_FLIGHT
-            entry.deadline = deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
-        else:
-            if psn != qp.next_psn or (psn - qp.cack) % PSN_MODULUS > qp.window:
-                self.counters["send_bad"] += 1
-                return
-            self.counters["send"] += 1
-            deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
-            qp.entries[psn] = _Entry(ev, req_id, bool(last), 0, PsnState.IN_FLIGHT, False,
-                                     deadline)
-            qp.next_psn = (psn + 1) % PSN_MODULUS
-        self._arm(qpn, psn, deadline)
+        entry = self.send_step(qpn, qp, psn, ev, req_id, last, rtx)
+        if entry is not None:
+            self._arm(qpn, psn, entry.deadline)
 
-    def _nack(self, qpn, qp, reason, psn, ev):
-        super()._nack(qpn, qp, reason, psn, ev)
+    def nack_step(self, qpn, qp, reason, psn, ev):
+        super().nack_step(qpn, qp, reason, psn, ev)
         entry = qp.entries.get(psn)
         if entry is not None:
             if entry.state == PsnState.WAIT_CACK:
@@ -329,14 +319,14 @@ class FastReliability(Reliability):
             elif entry.state == PsnState.WAIT_TIMER and entry.deadline > self.now:
                 self._arm(qpn, psn, entry.deadline)
 
-    def _sack(self, qpn, qp, sack):
+    def sack_step(self, qpn, qp, sack):
         cack_psn = sack.cack_psn
         if psn_diff(cack_psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
             return
         self.counters["sack"] += 1
         if sack.m == SackVerdict.SKIP_ONCE:
-            self._ev_event(qpn, sack.entropy, EvEvent.SKIP)
+            self.ev_event(qpn, sack.entropy, EvEvent.SKIP)
         # Outstanding PSN k (1..n) is cack + k, bit k - 1 of the QP's acked mask (the entries'
         # ``acked`` flags). A SACK that passed the check above acknowledges cumulatively
         # exactly k <= psn_diff(cack_psn, cack): psn_diff(cack + k, cack_psn) could only wrap
@@ -362,33 +352,37 @@ class FastReliability(Reliability):
             if 1 <= k <= n:
                 acked |= 1 << k - 1
         mask = self._acked.get(qpn, 0)
-        new = acked & ~mask & ~((1 << front) - 1)       # popped at once when below front
+        new = acked & ~mask
+        if self.profile == 1:
+            new &= ~((1 << front) - 1)                  # popped at once when below front
         while new:
             low = new & -new
             new ^= low
-            entries[(cack + low.bit_length()) % PSN_MODULUS].acked = True
+            psn = (cack + low.bit_length()) % PSN_MODULUS
+            self.acknowledge(qp, psn, entries[psn])
         mask |= acked
         run = (~mask & (mask + 1)).bit_length() - 1          # trailing ones: cack moves so far
         passed = [entries.pop((cack + k) % PSN_MODULUS) for k in range(1, run + 1)]
         self._acked[qpn] = mask >> run
         if passed:
             qp.cack = (cack + run) % PSN_MODULUS
-            self._limit(qpn, qp)
-            self._complete_passed(qpn, qp, passed)
+            if self.profile == 1:
+                self.emit_limit(qpn, qp)
+            self.complete_passed(qpn, qp, passed)
             if qpn in self._wait_cack:
                 self._wait_cack.discard(qpn)
                 for psn, entry in entries.items():      # in PSN order
                     if not entry.acked and entry.state == PsnState.WAIT_CACK:
-                        self._retx(qpn, psn, entry, RetxCause.CACK_MOVED)
+                        self.request_retx(qpn, qp, psn, entry, RetxCause.CACK_MOVED)
         if sack.pr:
-            self._probe_answer(qpn, sack)
+            self.answer_probe(qpn, sack)
 
     def tick(self):
         """One 1.024 us tick, as :meth:`Reliability.tick`, visiting only the PSNs due."""
         self.now += 1
         now = self.now
         if any(self.probes):
-            self._probe_timeouts(now)
+            self.probe_timeouts(now)
         due = self._wheel.pop(now, None)
         if due:
             by_qp = {}
@@ -401,10 +395,12 @@ class FastReliability(Reliability):
                 cack = qp.cack
                 for psn in sorted(by_qp[qpn], key=lambda p: (p - cack) % PSN_MODULUS):
                     entry = qp.entries.get(psn)
-                    if entry is not None and self._timer(qpn, qp, psn, entry, now):
+                    if entry is not None and self.timer_step(qpn, qp, psn, entry, now):
                         break
+                if not qp.error:
+                    self.after_input(qpn, qp)
         if any(self.probes):
-            self._probes_due(now)
+            self.probes_due(now)
 
 
 class LightSack(namedtuple("LightSack", [f.name for f in dataclass_fields(Sack)])):
@@ -426,14 +422,21 @@ class FastRxTracker(RxTracker):
     out (:meth:`arrive_fields`, :meth:`probe_fields`, :meth:`tick_fields`; the SACK as a
     :class:`LightSack`). Every input gives
     the verdict, SACK, NACK and next state of :func:`models.rx_tracker.on_arrival`,
-    :func:`~models.rx_tracker.on_probe` and :func:`~models.rx_tracker.on_tick`
-    (tests/test_fabric.py drives both with the same random inputs); a Write-with-Immediate, or
-    any packet while completions wait, goes through those functions themselves."""
+    :func:`~models.rx_tracker.on_probe` and :func:`~models.rx_tracker.on_tick`, for either
+    profile (tests/test_fabric.py drives both with the same random inputs); a
+    Write-with-Immediate, or any packet while completions wait, goes through those functions
+    themselves. A SACK travels on its trigger's path (docs/protocol.md 4.5): the data packet's
+    EV, the probe's, or for a timer SACK :attr:`last_ev`."""
 
-    def __init__(self, cack_psn, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT):
-        super().__init__(cack_psn, mpr=mpr, wimm_max=wimm_max)
+    def __init__(self, cack_psn, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT, profile=2,
+                 sack_bytes=SACK_BYTES_DEFAULT):
+        super().__init__(cack_psn, mpr=mpr, wimm_max=wimm_max, profile=profile,
+                         sack_bytes=sack_bytes)
         self.mpr = self.config.mpr
+        self.v2 = self.config.profile == 2
+        self.sack_bytes = self.config.sack_bytes
         self._ring = (1 << self.mpr) - 1
+        self._words = self.mpr // BITMAP_BITS
 
     @property
     def state(self):
@@ -441,7 +444,8 @@ class FastRxTracker(RxTracker):
                        placed_bytes=self.placed_bytes, since_sack=self.since_sack,
                        uncovered=self.uncovered, ticks=self.ticks, last_psn=self.last_psn,
                        last_ev=self.last_ev, last_ce=self.last_ce, wimm_waiting=self.wimm_waiting,
-                       error=self.error)
+                       error=self.error, ce_pending=self.ce_pending, ce_ev=self.ce_ev,
+                       rep=self.rep, ackreq_psn=self.ackreq_psn)
 
     @state.setter
     def state(self, state):
@@ -457,6 +461,10 @@ class FastRxTracker(RxTracker):
         self.last_ce = state.last_ce
         self.wimm_waiting = state.wimm_waiting
         self.error = state.error
+        self.ce_pending = state.ce_pending
+        self.ce_ev = state.ce_ev
+        self.rep = state.rep
+        self.ackreq_psn = state.ackreq_psn
 
     @property
     def cack_psn(self):
@@ -469,19 +477,21 @@ class FastRxTracker(RxTracker):
             return self._step(on_arrival, arrival)
         return self._result(self.arrive_fields(
             arrival.psn, arrival.ev, arrival.ecn, arrival.dscp, arrival.ackreq, arrival.rtx,
-            arrival.opcode, arrival.payload_length, arrival.access_ok))
+            arrival.opcode, arrival.payload_length, arrival.access_ok), arrival.ev)
 
     def probe(self, probe):
-        return self._result(self.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp))
+        return self._result(self.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp),
+                            probe.ev)
 
     def tick(self):
-        return self._result(self.tick_fields())
+        return self._result(self.tick_fields(), self.last_ev)
 
     @staticmethod
-    def _result(answer):
+    def _result(answer, path_ev):
         verdict, sack, nack = answer
         return RxResult(verdict, placed=verdict == Verdict.PLACED,
-                        sack=None if sack is None else sack.sack(), nack=nack)
+                        sack=None if sack is None else sack.sack(), nack=nack,
+                        path_ev=None if sack is None else path_ev)
 
     # --- the fast entry points -------------------------------------------------------------------
 
@@ -505,9 +515,10 @@ class FastRxTracker(RxTracker):
             return Verdict.OUT_OF_WINDOW, None, Nack(NackReason.PSN_OOR_WINDOW, psn, ev)
         ce = ecn == Ecn.CE
         if ahead <= 0 or self.bitmap >> psn % mpr & 1:
-            sack = self._sack(psn, ev, ce)
             counters[Verdict.DUPLICATE] += 1
-            return Verdict.DUPLICATE, sack, None
+            if self.v2:
+                return Verdict.DUPLICATE, self._sack_v2(psn, ev, ahead <= 0, 0), None
+            return Verdict.DUPLICATE, self._sack(psn, ev, ce), None
         if dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP:
             reason = NackReason.TRIMMED if dscp == Dscp.TRIMMED else NackReason.TRIMMED_LASTHOP
             counters[Verdict.TRIMMED] += 1
@@ -525,7 +536,7 @@ class FastRxTracker(RxTracker):
             run = (~rotated & (rotated + 1)).bit_length() - 1
             passed = (1 << run) - 1
             bitmap &= ~((passed << start | passed >> (mpr - start)) & ring)
-            self.cack = (cack + run) % PSN_MODULUS
+            cack = self.cack = (cack + run) % PSN_MODULUS
         self.bitmap = bitmap
         out_of_order = ahead > 1
         self.ooo_count = (self.ooo_count + out_of_order) % OOO_MODULUS
@@ -534,6 +545,27 @@ class FastRxTracker(RxTracker):
         self.last_ev = ev
         self.last_ce = ce
         counters[Verdict.PLACED] += 1
+        if self.v2:
+            count = self.since_sack + (payload if payload > COALESCE_UNIT else COALESCE_UNIT)
+            self.since_sack = count
+            if ce:
+                self.ce_pending = True
+                self.ce_ev = ev
+            passed = False
+            if ackreq:
+                mark = self.ackreq_psn
+                if mark is None or (psn - mark + _PSN_HALF) % PSN_MODULUS > _PSN_HALF:
+                    self.ackreq_psn = psn
+            mark = self.ackreq_psn
+            if mark is not None and (cack - mark + _PSN_HALF) % PSN_MODULUS >= _PSN_HALF:
+                self.ackreq_psn = None
+                passed = True
+            if rtx or ackreq or passed or count >= self.sack_bytes:
+                return Verdict.PLACED, self._sack_v2(psn, ev, False, 0), None
+            if not self.uncovered:
+                self.uncovered = True
+                self.ticks = 0
+            return Verdict.PLACED, None, None
         count = self.since_sack + 1
         if out_of_order or ce or rtx or ackreq or run > 1 or count >= SACK_EVERY:
             return Verdict.PLACED, self._sack(psn, ev, ce), None
@@ -549,8 +581,16 @@ class FastRxTracker(RxTracker):
             self.counters[Verdict.QP_ERROR] += 1
             return Verdict.QP_ERROR, None, None
         skip = ecn == Ecn.CE or dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP
-        sack = self._sack(self.cack, ev, skip, pr=1, probe_id=probe_id)
         self.counters[Verdict.PROBE] += 1
+        if self.v2:
+            cack = self.cack
+            base = (cack + 1) % PSN_MODULUS & _BLOCK_MASK
+            return Verdict.PROBE, LightSack(
+                cack, 0, (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF,
+                self._block_bits(base), self.mpr // MPR_UNIT,
+                SackVerdict.SKIP_ONCE if skip else SackVerdict.NONE, 1, ev, probe_id,
+                self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), 0), None
+        sack = self._sack(self.cack, ev, skip, pr=1, probe_id=probe_id)
         return Verdict.PROBE, sack, None
 
     def tick_fields(self):
@@ -561,11 +601,85 @@ class FastRxTracker(RxTracker):
         if self.ticks + 1 < COALESCE_TICKS:
             self.ticks += 1
             return Verdict.TICK, None, None
+        if self.v2:
+            return Verdict.TICK, self._sack_v2(self.last_psn, self.last_ev, False, 1), None
         return Verdict.TICK, self._sack(self.last_psn, self.last_ev, self.last_ce), None
 
+    def reset(self, cack_psn):
+        flushed = super().reset(cack_psn)
+        return flushed
+
+    def _block_bits(self, base):
+        """Profile 2: the SACK bitmap of the aligned block at ``base`` (bit 63 = base): PSNs at
+        or below cack_psn set, the others from the receive ring (``base`` within the blocks
+        from the one holding cack_psn + 1 to the one holding cack_psn + MPR)."""
+        cack = self.cack
+        c = (cack + 1) % BITMAP_BITS              # offset of cack_psn + 1 in its block
+        low = (1 << c) - 1
+        word = (base % self.mpr) // BITMAP_BITS
+        bits = self.bitmap >> word * BITMAP_BITS & _MASK64
+        ahead = (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if ahead <= 0:                            # the block holding cack_psn + 1
+            bits = bits & ~low | low
+        elif c and ahead > self.mpr - BITMAP_BITS:  # the last block, sharing the first's word
+            bits &= low
+        return int(f"{bits:064b}"[::-1], 2) if bits else 0
+
+    def _sack_v2(self, trigger, ev, dup_behind, tm):
+        """Profile 2: the SACK with ``pr`` = 0 for a trigger (as ``_sack_v2`` of the model):
+        the rotation's block (docs/protocol.md 2.1), the pending CE verdict; the coalescing
+        state is reset."""
+        cack = self.cack
+        mpr = self.mpr
+        first = (cack + 1) % PSN_MODULUS & _BLOCK_MASK
+        c = (cack + 1) % BITMAP_BITS
+        blocks = self._words + (1 if c else 0)
+        bitmap = self.bitmap
+        words = self._words
+        w0 = (first % mpr) // BITMAP_BITS
+        rep_k = ((self.rep - first + _PSN_HALF) % PSN_MODULUS - _PSN_HALF) // BITMAP_BITS
+        chosen = first_live = None
+        if bitmap:
+            low = (1 << c) - 1
+            for k in range(blocks):
+                word = bitmap >> ((w0 + k) % words) * BITMAP_BITS & _MASK64
+                if word and c:
+                    if k == 0:
+                        word &= ~low
+                    elif k == blocks - 1:
+                        word &= low
+                if word:
+                    if first_live is None:
+                        first_live = k
+                    if k > rep_k:
+                        chosen = k
+                        break
+        if chosen is None:
+            chosen = first_live
+        if chosen is not None:
+            base = (first + chosen * BITMAP_BITS) % PSN_MODULUS
+        elif 0 < (trigger - cack) % PSN_MODULUS < _PSN_HALF:
+            base = trigger & _BLOCK_MASK
+        else:
+            base = first
+        self.rep = base
+        offset = 0 if dup_behind else (trigger - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if self.ce_pending:
+            m, entropy = SackVerdict.SKIP_ONCE, self.ce_ev
+            self.ce_pending = False
+            self.ce_ev = 0
+        else:
+            m, entropy = SackVerdict.NONE, ev
+        self.since_sack = 0
+        self.uncovered = False
+        self.ticks = 0
+        return LightSack(cack, offset, (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF,
+                         self._block_bits(base), mpr // MPR_UNIT, m, 0, entropy, 0,
+                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), tm)
+
     def _sack(self, trigger, ev, skip, pr=0, probe_id=0):
-        """The SACK of the state for ``trigger`` (as ``_make_sack``); the state is then SACKed
-        (the count of 4 restarts, the timer stops)."""
+        """Profile 1: the SACK of the state for ``trigger`` (as ``_make_sack``); the state is
+        then SACKed (the count of 4 restarts, the timer stops)."""
         cack = self.cack
         mpr = self.mpr
         offset = max((trigger - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF, _OFFSET_MIN)
@@ -592,7 +706,7 @@ class FastRxTracker(RxTracker):
         self.ticks = 0
         return LightSack(cack, offset, sack_offset, bitmap, mpr // MPR_UNIT,
                          SackVerdict.SKIP_ONCE if skip else SackVerdict.NONE, pr, ev, probe_id,
-                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24))
+                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), 0)
 
 
 class _LivePlane:
@@ -691,12 +805,25 @@ class FastEvTable(EvTable):
         return ()
 
     def choose(self, qpn, room, avoid_ev=None):
+        """:meth:`EvTable.choose`: with an EV to avoid, profile 2 hides its path, then only
+        the EV, then nothing (:func:`models.spray.avoidance_levels`); profile 1 only the EV."""
         live = self._live_qp(qpn)
         if live is None:
             self.qp(qpn)                # refused: not configured
+        ok = room & self._up_mask
+        if avoid_ev is None:
+            return self._choose_live(qpn, live, ok, None, -1)
+        if self.profile == 1:
+            return self._choose_live(qpn, live, ok, avoid_ev, -1)
+        return self._choose_live(qpn, live, ok, None, avoid_ev & _EV_PATH_BITS) or \
+            self._choose_live(qpn, live, ok, avoid_ev, -1) or \
+            self._choose_live(qpn, live, ok, None, -1)
+
+    def _choose_live(self, qpn, live, ok, avoid_ev, avoid_path):
+        """The choice with the slots holding ``avoid_ev``, or whose EV[11:0] (plane and T1)
+        is ``avoid_path``, invisible; None when nothing is choosable (nothing changes)."""
         planes = live.planes
         n = len(planes)
-        ok = room & self._up_mask
         for k in range(n):
             p = (live.plane_pointer + k) % n
             if not ok >> p & 1:
@@ -711,7 +838,10 @@ class FastEvTable(EvTable):
                 position = (pointer + r) % a
                 slot = position ^ mask
                 state = states[slot]
-                if state > _SKIP or evs[slot] == avoid_ev:
+                if state > _SKIP:
+                    continue
+                ev = evs[slot]
+                if ev == avoid_ev or ev & _EV_PATH_BITS == avoid_path:
                     continue
                 if state == _GOOD:
                     found = position, slot
@@ -1225,9 +1355,9 @@ class Nic:
             counters["trimmed_received"] += 1
         elif verdict == Verdict.OUT_OF_WINDOW:
             counters["out_of_window"] += 1
-        if sack is not None:
+        if sack is not None:            # on the trigger's path (docs/protocol.md 4.5)
             counters["sacks_sent"] += 1
-            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, packet.ev, sack)
         if nack is not None:
             counters["nacks_sent"] += 1
             self._send_control(Opcode.NACK, qp.peer_qpn, qp.peer, nack.ev, nack)
@@ -1276,9 +1406,10 @@ class Nic:
         for qp in self.recv_qps:
             if qp.tracker.uncovered:
                 _, sack, _ = qp.tracker.tick_fields()
-                if sack is not None:
+                if sack is not None:        # on the path of its trigger, the last accepted
                     self.counters["sacks_sent"] += 1
-                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
+                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, qp.tracker.last_ev,
+                                       sack)
         if self.send_qps:
             self.reliability.tick()
             self._drain()

@@ -10,8 +10,9 @@ from models.reliability_world import Scenario
 __all__ = ["reliability_scenarios"]
 
 
-def reliability_scenarios():
-    """Closed-loop reliability scenarios: a Scenario, the QPs' QpConfig list and a seed."""
+def reliability_scenarios(profile_choice=None):
+    """Closed-loop reliability scenarios: a Scenario, the QPs' QpConfig list and a seed; the
+    profile of the block (1 or 2, ``Scenario.profile``) drawn, or ``profile_choice``."""
     @st.composite
     def build(draw):
         planes = draw(st.integers(1, 3))
@@ -32,9 +33,13 @@ def reliability_scenarios():
                 first = draw(st.integers(0, 3000))
                 down.append((draw(st.integers(0, planes - 1)), first,
                              first + draw(st.integers(50, 1500))))
+        slots = draw(st.sampled_from([2, 4]))
+        profile = draw(st.sampled_from([1, 2, 2])) if profile_choice is None else profile_choice
         sc = Scenario(
-            planes=planes, num_t1=num_t1, slots=draw(st.sampled_from([2, 4])),
-            backup=draw(st.integers(0, 2)), ev_min_active=draw(st.integers(1, 3)),
+            planes=planes, num_t1=num_t1, slots=slots, profile=profile,
+            sack_bytes=draw(st.sampled_from([1024, 4096, 32768])),
+            backup=draw(st.integers(0, 2)),
+            ev_min_active=min(draw(st.integers(1, 3)), planes * slots),
             tick_cycles=draw(st.sampled_from([16, 32])), wrs_per_qp=draw(st.integers(1, 12)),
             max_packets=draw(st.integers(1, 5)), loss=draw(st.sampled_from([0, 0.01, 0.05])),
             trim=draw(st.sampled_from([0, 0.03])), ce=draw(st.sampled_from([0, 0.05])),

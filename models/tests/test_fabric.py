@@ -390,8 +390,13 @@ class TwinReliability:
         for a, b in zip(slow.qps, fast.qps):
             assert (a is None) == (b is None)
             if a is not None:
-                assert (a.cack, a.next_psn, a.error, a.wrs, a.entries) == \
-                    (b.cack, b.next_psn, b.error, b.wrs, b.entries)
+                assert (a.cack, a.next_psn, a.error, a.wrs, a.entries, a.in_flight, a.credit,
+                        a.ackreq_psn, a.announced) == \
+                    (b.cack, b.next_psn, b.error, b.wrs, b.entries, b.in_flight, b.credit,
+                     b.ackreq_psn, b.announced)
+                if slow.profile == 2:
+                    counted = [e for e in a.entries.values() if e.counted]
+                    assert a.in_flight == len(counted) <= a.cfg.w_max
         assert slow.counters == fast.counters
         return out
 
@@ -410,7 +415,7 @@ def test_fast_reliability_equals_reliability(case):
     tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 3))
     world = World(rng, sc, starts, wr_depth=8, tick0=tick0)
     twin = TwinReliability(n_qps=len(cfgs), ring=16, probe_entries=8, wr_depth=8,
-                           timer_bits=8, now=tick0)
+                           timer_bits=8, now=tick0, profile=sc.profile)
     for q, cfg in enumerate(cfgs):
         twin.setup(q, starts[q], True, cfg)
     for stream, records in twin.take().items():
@@ -420,11 +425,13 @@ def test_fast_reliability_equals_reliability(case):
     world.check_end()
 
 
-def test_fast_reliability_timers_in_psn_order_across_the_wrap():
+@pytest.mark.parametrize("profile", [1, 2])
+def test_fast_reliability_timers_in_psn_order_across_the_wrap(profile):
     """PSNs sent in one tick across the PSN wrap time out together: the retransmissions, BAD
     events and the retry-limit error come in PSN order from both blocks; NACKs put PSNs on
-    their own timers (NO_PKT_BUFFER) or behind cack_psn (PSN_OOR_WINDOW)."""
-    twin = TwinReliability(n_qps=2, ring=16, timer_bits=8)
+    their own timers (NO_PKT_BUFFER) or behind cack_psn (PSN_OOR_WINDOW). Profile 2: the first
+    timeout of a path declares the other PSNs on it lost (PATH_LOST, not charged)."""
+    twin = TwinReliability(n_qps=2, ring=16, timer_bits=8, profile=profile)
     start = (1 << 24) - 3
     for qpn in (0, 1):
         twin.setup(qpn, start, True, QpConfig(w_max=16, timeout_exp=2, retry_limit=1,
@@ -449,11 +456,25 @@ def test_fast_reliability_timers_in_psn_order_across_the_wrap():
     timeout, other = RetxCause.TIMEOUT, RetxCause.NACK_OTHER
     assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[2]["retx"]] == \
         [(1, psn_add(start, 4), other)]
-    assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
-        [(0, psn_add(start, k), timeout) for k in range(6)] + \
-        [(1, psn_add(start, k), timeout) for k in range(4)] + [(1, psn_add(start, 5), other)]
-    assert [r["status"] for out in outputs for r in out["cpl"]] == \
-        [CompletionStatus.RETRY_EXCEEDED] * 2
+    if profile == 1:
+        assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
+            [(0, psn_add(start, k), timeout) for k in range(6)] + \
+            [(1, psn_add(start, k), timeout) for k in range(4)] + \
+            [(1, psn_add(start, 5), other)]
+        assert [r["status"] for out in outputs for r in out["cpl"]] == \
+            [CompletionStatus.RETRY_EXCEEDED] * 2
+    else:
+        # EVs on paths (0, 0), (0, 1), (0, 2) for k mod 3: PSNs k and k + 3 share a path, so
+        # k + 3 is declared lost with k (PSN 4 waits on its NACK, PSN 5 behind cack_psn).
+        lost = RetxCause.PATH_LOST
+        assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
+            [(0, psn_add(start, 0), timeout), (0, psn_add(start, 3), lost),
+             (0, psn_add(start, 1), timeout), (0, psn_add(start, 4), lost),
+             (0, psn_add(start, 2), timeout), (0, psn_add(start, 5), lost),
+             (1, psn_add(start, 0), timeout), (1, psn_add(start, 3), lost),
+             (1, psn_add(start, 1), timeout), (1, psn_add(start, 2), timeout),
+             (1, psn_add(start, 5), other)]
+        assert [r["kind"] for r in outputs[3]["ev"]] == [EvEvent.BAD] * 6
 
 
 def random_arrival(rng, tracker):
@@ -471,15 +492,17 @@ def random_arrival(rng, tracker):
                    payload_length=rng.randrange(4097), access_ok=rng.random() > 0.01)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2 ** 24 - 1), st.sampled_from([128, 1024]), st.integers(0, 10 ** 6))
-def test_fast_rx_tracker_equals_rx_tracker(start, mpr, seed):
-    """Random data packets, probes and ticks to :class:`RxTracker` and :class:`FastRxTracker`:
-    the same result and the same state after every input, through both entry points."""
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 24 - 1), st.sampled_from([128, 1024]), st.integers(0, 10 ** 6),
+       st.sampled_from([1, 2, 2]), st.sampled_from([1024, 4096, 32768]))
+def test_fast_rx_tracker_equals_rx_tracker(start, mpr, seed, profile, sack_bytes):
+    """Random data packets, probes and ticks to :class:`RxTracker` and :class:`FastRxTracker`
+    (either profile): the same result and the same state after every input, through both
+    entry points."""
     rng = random.Random(seed)
-    slow = RxTracker(start, mpr=mpr, wimm_max=3)
-    fast, fields = FastRxTracker(start, mpr=mpr, wimm_max=3), FastRxTracker(start, mpr=mpr,
-                                                                             wimm_max=3)
+    params = dict(mpr=mpr, wimm_max=3, profile=profile, sack_bytes=sack_bytes)
+    slow = RxTracker(start, **params)
+    fast, fields = FastRxTracker(start, **params), FastRxTracker(start, **params)
     for _ in range(300):
         kind = rng.random()
         if kind < 0.8:
@@ -517,14 +540,16 @@ def test_fast_rx_tracker_state_edges():
     """States reachable only after long runs or set directly: a SACK whose bitmap base lies half
     the PSN space ahead (the bit-by-bit path), the out-of-order count and the placed bytes
     wrapping; both trackers agree."""
-    for trigger_ahead in (1 << 23) - 70, (1 << 23) - 10, (1 << 23) + 5:
+    for trigger_ahead, profile in [(t, p) for t in ((1 << 23) - 70, (1 << 23) - 10,
+                                                      (1 << 23) + 5) for p in (1, 2)]:
         state = RxState(cack_psn=100, bitmap=0b1011 << 5, uncovered=True, ticks=1,
                         last_psn=psn_add(100, trigger_ahead), last_ev=7)
-        slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+        slow = RxTracker(0, mpr=128, profile=profile)
+        fast = FastRxTracker(0, mpr=128, profile=profile)
         slow.state = fast.state = state
         assert fast.tick() == slow.tick()
         assert fast.state == slow.state
-    slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+    slow, fast = RxTracker(0, mpr=128, profile=1), FastRxTracker(0, mpr=128, profile=1)
     slow.state = fast.state = RxState(cack_psn=5, ooo_count=(1 << 15) - 1,
                                       placed_bytes=(1 << 32) - 10)
     arrival = Arrival(psn=9, ev=3, payload_length=4096)
@@ -532,16 +557,16 @@ def test_fast_rx_tracker_state_edges():
     assert fast.state == slow.state and fast.state.ooo_count == 0
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(1, 4), st.sampled_from([1, 4, 16]), st.integers(0, 3),
-       st.integers(0, 10 ** 6))
-def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed):
+       st.integers(0, 10 ** 6), st.sampled_from([1, 2, 2]))
+def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed, profile):
     """Random choices (room masks, avoided EVs), EV events, planes going down and up and states
-    written directly on :class:`EvTable` and :class:`FastEvTable`: the same choices and the same
-    states."""
+    written directly on :class:`EvTable` and :class:`FastEvTable` (either profile): the same
+    choices and the same states."""
     rng = random.Random(seed)
-    t1s, floor = 4, rng.randint(0, 3)
-    tables = [cls(planes, t1s, slots=slots, backup=backup, ev_min_active=floor)
+    t1s, floor = 4, min(rng.randint(0, 3), planes * slots)
+    tables = [cls(planes, t1s, slots=slots, backup=backup, ev_min_active=floor, profile=profile)
               for cls in (EvTable, FastEvTable)]
     sets = draw_ev_sets(rng, planes, t1s, slots, backup, same_t0=rng.random() < 0.2)
     for table in tables:
