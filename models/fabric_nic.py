@@ -71,7 +71,8 @@ from .spray import (Choice, EvTable, PlaneSet, QpSet, SlotState, ev_marked_recor
 from .tick import TICK_NS
 
 __all__ = ["MRC", "ECMP", "TRANSPORTS", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
-           "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "TICK_PS",
+           "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "ev_set_layout",
+           "TICK_PS",
            "COUNTERS"]
 
 MRC = "mrc"
@@ -91,11 +92,13 @@ _MASK64 = (1 << 64) - 1
 _BLOCK_MASK = (PSN_MODULUS - 1) & ~63   # the aligned block of 64 PSNs (docs/protocol.md 2.1)
 _OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
 _EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (docs/protocol.md 4.1)
+_CREDITS = 1 << 16                 # WINDOW_ROOM.credit and SendQp.sends are modulo 2^16
 _FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
 _GOOD, _SKIP = SlotState.GOOD, SlotState.SKIP
 
 COUNTERS = ("data_sent", "data_bytes_sent", "retransmitted", "retx_retired", "flushed",
             "sacks_sent", "nacks_sent", "probes_sent", "probe_answers", "sacks_received",
+            "control_rerouted",
             "nacks_received",
             "placed", "duplicates", "trimmed_received", "ce_received", "out_of_window",
             "ev_skip", "ev_bad", "ev_marked", "ev_recovered", "control_dropped_port_down",
@@ -111,7 +114,9 @@ class NicConfig:
     ``timeout_k`` (timeout = 2^k ticks of 1.024 us), ``retry_limit`` and ``probe_period`` (ticks)
     of the reliability block, whose probe list has ``probe_entries`` entries and whose
     work-request FIFO holds ``wr_depth`` per QP; ``port_fifo`` frames a plane port holds (profile
-    choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline.
+    choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline; ``profile`` the
+    rules of the NIC's golden models (2, or 1 for the behaviour of the RTL of today) and
+    ``sack_bytes`` the receivers' coalescing budget (profile 2, docs/protocol.md 5).
     """
     pmtu: int = 4096
     slots: int = 16
@@ -126,8 +131,15 @@ class NicConfig:
     wr_depth: int = 16
     port_fifo: int = 2
     transport: str = MRC
+    profile: int = 2
+    sack_bytes: int = SACK_BYTES_DEFAULT
 
     def __post_init__(self):
+        if self.profile not in (1, 2):
+            raise ValueError(f"nic: profile must be 1 or 2, not {self.profile!r}")
+        if self.sack_bytes not in tuple(1 << k for k in range(10, 17)):
+            raise ValueError(f"nic: sack_bytes must be a power of two from 1024 to 65536, not "
+                             f"{self.sack_bytes!r}")
         if self.pmtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError(f"nic: pmtu must be a power of two from 256 to 4096, not {self.pmtu}")
         if self.transport not in TRANSPORTS:
@@ -220,20 +232,39 @@ def ecmp_path(src, dst, sport, t1s, plane):
     return int.from_bytes(blake2b(key, digest_size=4).digest(), "big") % t1s
 
 
+def ev_set_layout(t1s, slots, backup, offset=0):
+    """The T1 index of every active slot and backup entry of one plane (docs/protocol.md 4.2;
+    issue [feedback-v2-model] item 3): when the number of T1s ``t1s`` is a power of two dividing
+    ``slots`` (A), slot s holds T1 ``s mod T`` and backup b T1 ``b mod T``, so every run of T
+    consecutive rotation positions under one mask (slot r XOR mask) covers each T1 once; when
+    A is a multiple of T otherwise, or larger than T, slot s holds T1 ``(offset + s) mod T``, as
+    evenly as the counts allow (each T1 floor(A / T) or ceil(A / T) times), backups continuing
+    the sequence; with fewer slots than T1s, the slots hold distinct T1s from ``offset`` on.
+    Returns ``(slot T1s, backup T1s)``."""
+    if t1s & (t1s - 1) == 0 and slots % t1s == 0:
+        return [s % t1s for s in range(slots)], [b % t1s for b in range(backup)]
+    seq = [(offset + i) % t1s for i in range(slots + backup)]
+    return seq[:slots], seq[slots:]
+
+
 def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
-    """A controller's EV sets for one QP (docs/protocol.md 4.2): per plane, ``slots`` EVs on distinct T1s
-    as far as there are T1s (slot i on T1 ``(offset + i) mod T``, shuffled), ``backup`` more for
-    the pool on the T1s that follow, every EV with its own random salt; under one T0 every EV has
-    j = 0 (the path is the plane). Also one non-zero LFSR seed per plane.
-    Returns ``(evs, seeds, pools)`` for :meth:`models.spray.EvTable.configure_qp`."""
+    """A controller's EV sets for one QP (docs/protocol.md 4.2): per plane, ``slots`` EVs laid
+    over the T1s by :func:`ev_set_layout` (the offset drawn per plane; with fewer slots than T1s
+    their order shuffled), ``backup`` more for the pool, every EV with its own random salt;
+    under one T0 every EV has j = 0 (the path is the plane). Also one non-zero LFSR seed per
+    plane. Returns ``(evs, seeds, pools)`` for :meth:`models.spray.EvTable.configure_qp`.
+    ``sim/rtl_controller.py`` draws the RTL fabric's sets with it too."""
     evs, pools, seeds = [], [], []
     for p in range(planes):
         offset = rng.randrange(t1s)
-        js = [0 if same_t0 else (offset + i) % t1s for i in range(slots + backup)]
-        active = js[:slots]
-        rng.shuffle(active)
+        if same_t0:
+            active, spare = [0] * slots, [0] * backup
+        else:
+            active, spare = ev_set_layout(t1s, slots, backup, offset)
+            if slots < t1s:
+                rng.shuffle(active)
         salts = rng.sample(range(1, 1 << 20), slots + backup)
-        plane_evs = [make_ev(p, j, salt) for j, salt in zip(active + js[slots:], salts)]
+        plane_evs = [make_ev(p, j, salt) for j, salt in zip(active + spare, salts)]
         evs.append(plane_evs[:slots])
         pools.append(plane_evs[slots:])
         seeds.append(rng.randrange(1, 1 << 16))
@@ -873,6 +904,8 @@ class SendQp:
         self.flow = flow
         self.next_psn = start_psn
         self.psn_limit = start_psn
+        self.credit = 0                # profile 2: WINDOW_ROOM.credit (places granted)
+        self.sends = 0                 # profile 2: data packets sent, modulo 2^16
         self.backlog = deque()         # messages not posted yet (the host's queue)
         self.posted = 0                # work requests posted and not completed
         self.messages = deque()        # posted, not yet fully cut into packets
@@ -888,12 +921,14 @@ class RecvQp:
     """Receiver state of one QP: the receive tracker and the memory region (VA ``base``,
     ``size`` bytes, R_Key ``rkey``)."""
 
-    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, mpr, size, bytes_mode):
+    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, mpr, size, bytes_mode, profile=2,
+                 sack_bytes=SACK_BYTES_DEFAULT):
         self.qpn = qpn
         self.peer = peer
         self.peer_qpn = peer_qpn
         self.flow = flow
-        self.tracker = FastRxTracker(psn_add(start_psn, -1), mpr=mpr)
+        self.tracker = FastRxTracker(psn_add(start_psn, -1), mpr=mpr, profile=profile,
+                                     sack_bytes=sack_bytes)
         self.rkey = region_rkey(qpn)
         self.base = region_base(qpn)
         self.size = size
@@ -952,10 +987,11 @@ class NicPort:
 class Nic:
     """One host's model NIC (see the module docstring). ``network`` is a
     :class:`models.fabric_net.Network`; ``send_qps`` the number of sender QPs it will have;
-    ``bytes_mode`` builds and parses real frames; ``bin_ps`` the bin of its goodput timeline."""
+    ``bytes_mode`` builds and parses real frames; ``bin_ps`` the bin of its goodput timeline,
+    ``series_ps`` the bin of the goodput series of metrics.md (default 2 us)."""
 
     def __init__(self, host, network, config, send_qps=1, bytes_mode=False,
-                 bin_ps=10 * PS_PER_US):
+                 bin_ps=10 * PS_PER_US, series_ps=2 * PS_PER_US):
         self.host = host
         self.network = network
         self.topology = topo = network.topology
@@ -969,12 +1005,16 @@ class Nic:
         network.attach(host, self, self.ports)
         for p, port in enumerate(self.ports):
             port.wire = network.host_wire(host, p)
+        self.v2 = config.profile == 2
         self.table = FastEvTable(topo.planes, topo.t1s, slots=config.slots,
-                                 backup=config.backup, ev_min_active=config.ev_min_active)
+                                 backup=config.backup, ev_min_active=config.ev_min_active,
+                                 profile=config.profile)
+        # Profile 2: metadata for the whole PSN range of limit (a) (docs/protocol.md 10,
+        # point 13); profile 1: for the PSN window.
         self.reliability = FastReliability(
-            n_qps=max(1, send_qps), ring=min(config.w_max, config.mpr),
+            n_qps=max(1, send_qps), ring=config.mpr if self.v2 else min(config.w_max, config.mpr),
             probe_entries=config.probe_entries, wr_depth=config.wr_depth,
-            timer_bits=config.timer_bits())
+            timer_bits=config.timer_bits(), profile=config.profile)
         # The block's output lists (emptied in place) with their handlers, in stream order.
         self._handlers = tuple(zip((self.reliability.out[s] for s in STREAMS),
                                    (self._on_retx, self._on_limit, self._on_retire,
@@ -987,6 +1027,8 @@ class Nic:
         self.ev_log = []               # (time, sender QPN, EV, kind)
         self.bin_ps = bin_ps
         self.timeline = {}             # bin -> payload bytes placed
+        self.series_ps = series_ps
+        self.series = {}               # series bin (metrics.md) -> payload bytes placed
         self.on_data = None            # hook (nic, packet) called for every data packet sent
         self._wake_pending = False
         self._scheduling = False
@@ -1023,8 +1065,9 @@ class Nic:
     def add_recv_qp(self, peer, peer_qpn, flow, start_psn, size):
         """A receiver QP for ``peer``'s sender QP ``peer_qpn``; returns its QPN."""
         qpn = len(self.recv_qps)
-        self.recv_qps.append(RecvQp(qpn, peer, peer_qpn, flow, start_psn, self.config.mpr, size,
-                                    self.bytes_mode))
+        cfg = self.config
+        self.recv_qps.append(RecvQp(qpn, peer, peer_qpn, flow, start_psn, cfg.mpr, size,
+                                    self.bytes_mode, cfg.profile, cfg.sack_bytes))
         return qpn
 
     def post(self, qpn, message):
@@ -1088,12 +1131,16 @@ class Nic:
             # its window; a QP whose choice fails is left out (per kind) for this round.
             count = len(qps)
             no_retx = no_new = 0
+            v2 = self.v2
             while True:
                 pointer = self.pointer
                 for k in range(count):
                     q = (pointer + k) % count
                     qp = qps[q]
                     if qp.error:
+                        continue
+                    # Profile 2, limit (b): every data packet needs window room (credit).
+                    if v2 and not 0 < (qp.credit - qp.sends) % _CREDITS < _CREDITS >> 1:
                         continue
                     is_retx = bool(qp.retx) and not no_retx >> q & 1
                     if is_retx or (qp.messages and not no_new >> q & 1 and
@@ -1148,7 +1195,13 @@ class Nic:
     def _send_data(self, qp, psn, choice, room, rtx):
         message, offset, length, opcode = qp.by_psn[psn]
         now = self.loop.now
-        packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx)
+        ackreq = opcode in _ACKREQ
+        if self.v2:
+            qp.sends = (qp.sends + 1) % _CREDITS
+            if not ackreq:
+                ackreq = self.reliability.ackreq_due(qp.qpn)
+        packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx,
+                                   ackreq)
         packet.sent = now
         counters = self.counters
         counters["data_sent"] += 1
@@ -1179,7 +1232,7 @@ class Nic:
             da = paths[ev & _EV_PATH_BITS] = self.topology.carrier(ev, self.host, peer)
         return da
 
-    def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx):
+    def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx, ackreq):
         ev = choice.ev
         da = self._carrier(ev, qp.peer)
         va = region_base(qp.peer_qpn) + message.offset + offset
@@ -1190,7 +1243,7 @@ class Nic:
                 self._addresses(choice.plane, qp.peer, da), opcode=opcode, ev=ev,
                 dest_qpn=qp.peer_qpn, psn=psn, rqmsn=0, msn=message.req_id & 0xFFFF, va=va,
                 rkey=region_rkey(qp.peer_qpn), dma_length=message.length,
-                payload=qp.flow.buffer[start:start + length], rtx=int(rtx))
+                payload=qp.flow.buffer[start:start + length], rtx=int(rtx), ackreq=ackreq)
             frame = build_frame(hdr, payload)
         size = _FRAME_BYTES.get((opcode, length))
         if size is None:
@@ -1198,7 +1251,7 @@ class Nic:
         return Packet(size, da, HOP_LIMIT_DEFAULT,            # fields in order (see Packet)
                       Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE, Ecn.ECT0, frame,
                       self.host, qp.peer, choice.plane, opcode, qp.peer_qpn, psn, ev, length,
-                      int(opcode in _ACKREQ), int(rtx), va)
+                      int(ackreq), int(rtx), va)
 
     def _addresses(self, plane, peer, da):
         return Addresses(eth_dst=port_mac(plane, 0xFFFF), eth_src=port_mac(plane, self.host),
@@ -1208,12 +1261,25 @@ class Nic:
     def _send_control(self, opcode, qpn, peer, ev, info):
         """A SACK, NACK or probe (``info``: its Sack, Nack or probe id) to host ``peer``'s QP
         ``qpn``, on the path of ``ev``: the reverse path of the packet it answers (4.5) or the
-        EV under test."""
+        EV under test. Profile 2 (docs/protocol.md 4.6): an answer whose plane is down here
+        goes on the next plane that is up, in cyclic plane order, with the same j (its EV's
+        plane field rewritten, docs/protocol.md 10, point 7); with none up, or for a probe
+        (profile 1: anything), it is dropped and counted."""
         plane = ev & 0xF
         port = self.ports[plane]
+        entropy = ev
         if not port.up:
-            self.counters["control_dropped_port_down"] += 1
-            return
+            planes = len(self.ports)
+            moved = None
+            if self.v2 and opcode != Opcode.PROBE:
+                moved = next((p % planes for p in range(plane + 1, plane + planes)
+                              if self.ports[p % planes].up), None)
+            if moved is None:
+                self.counters["control_dropped_port_down"] += 1
+                return
+            self.counters["control_rerouted"] += 1
+            plane, port = moved, self.ports[moved]
+            ev = ev & ~0xF | moved
         da = self._carrier(ev, peer)
         frame = None
         if opcode == Opcode.SACK:
@@ -1224,13 +1290,14 @@ class Nic:
                                      ack_psn_offset=info.ack_psn_offset,
                                      sack_offset=info.sack_offset, sack_bitmap=info.sack_bitmap,
                                      pr=info.pr, probe_id=info.probe_id,
-                                     ooo_count=info.ooo_count, placed_256=info.placed_256)
+                                     ooo_count=info.ooo_count, placed_256=info.placed_256,
+                                     entropy=info.entropy, tm=info.tm)
                 frame = build_frame(hdr)
         elif opcode == Opcode.NACK:
             size, dscp, ecn = NACK_BYTES, Dscp.CONTROL, Ecn.NOT_ECT
             if self.bytes_mode:
-                hdr, _ = nack_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
-                                     reason=info.reason, nack_psn=info.psn)
+                hdr, _ = nack_packet(self._addresses(plane, peer, da), ev=info.ev,
+                                     dest_qpn=qpn, reason=info.reason, nack_psn=info.psn)
                 frame = build_frame(hdr)
         else:
             size, dscp, ecn = PROBE_BYTES, Dscp.TRIMMABLE, Ecn.ECT0
@@ -1349,6 +1416,8 @@ class Nic:
             now = flow.last_placed = self.loop.now
             k = now // self.bin_ps
             self.timeline[k] = self.timeline.get(k, 0) + packet.payload
+            k = now // self.series_ps
+            self.series[k] = self.series.get(k, 0) + packet.payload
         elif verdict == Verdict.DUPLICATE:
             counters["duplicates"] += 1
         elif verdict == Verdict.TRIMMED:
@@ -1435,7 +1504,12 @@ class Nic:
         self.wake()
 
     def _on_limit(self, record):
-        self.send_qps[record["qpn"]].psn_limit = record["psn_limit"]
+        """PSN_LIMIT (profile 1) or WINDOW_ROOM (profile 2: the PSN limit and the credit)."""
+        qp = self.send_qps[record["qpn"]]
+        qp.psn_limit = record["psn_limit"]
+        credit = record.get("credit")
+        if credit is not None:
+            qp.credit = credit
         self.wake()
 
     def _on_retire(self, record):

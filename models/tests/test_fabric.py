@@ -29,7 +29,7 @@ from models.packets import Addresses, build_frame, data_packet, parse_frame
 from models.records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
 from models.reliability import QpConfig, Reliability
 from models.rx_tracker import Arrival, Nack, Probe, RxState, RxTracker, Sack, psn_add
-from models.spray import EvTable, ev_path, make_ev
+from models.spray import EvTable, ev_path, ev_t1, make_ev
 from models.switch_queue import EgressPort, PortConfig, Verdict
 from models.reliability_world import World, run_model
 from models.tests.strategies import reliability_scenarios
@@ -598,11 +598,23 @@ def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed, profile):
 # --- NIC helpers ----------------------------------------------------------------------------------
 
 def test_ev_sets_spread_over_t1s_and_ecmp_hash_spreads():
+    """EV sets (issue [feedback-v2-model] item 3): with T a power of two dividing A, slot s
+    holds T1 s mod T, so any T consecutive rotation positions under one mask reach every T1
+    once; otherwise as evenly as the counts allow; the ECMP hash reaches every T1."""
     evs, seeds, pools = draw_ev_sets(random.Random(1), planes=4, t1s=8, slots=16, backup=8,
                                      same_t0=False)
     for p in range(4):
-        assert {ev_path(ev) for ev in evs[p]} == {(p, j) for j in range(8)}
+        assert [ev_path(ev) for ev in evs[p]] == [(p, s % 8) for s in range(16)]
+        assert [ev_path(ev) for ev in pools[p]] == [(p, b % 8) for b in range(8)]
         assert len(set(evs[p] + pools[p])) == 24 and 0 < seeds[p] < 1 << 16
+        for mask in range(16):
+            for start in range(16 - 8 + 1):
+                assert {ev_t1(evs[p][r ^ mask]) for r in range(start, start + 8)} == set(range(8))
+    for t1s, slots in ((3, 16), (6, 4), (5, 5), (8, 4), (12, 16)):
+        evs, _, _ = draw_ev_sets(random.Random(t1s), 2, t1s, slots, 2, same_t0=False)
+        for plane in evs:
+            counts = [sum(ev_t1(ev) == j for ev in plane) for j in range(t1s)]
+            assert max(counts) - min(counts) <= 1, (t1s, slots, counts)
     same, _, _ = draw_ev_sets(random.Random(1), 2, 8, 16, 8, same_t0=True)
     assert all(ev_path(ev)[1] == 0 for plane in same for ev in plane)
     picks = [ecmp_path(a, b, 0xC000 | q, 8, 0) for a in range(16) for b in range(16)
@@ -713,45 +725,65 @@ def test_cli_prints_the_summary(capsys):
     assert "FAIL" not in out
 
 
-# --- The claims at scale (issue [system] item 6) --------------------------------------------------
+# --- The claims at scale (issues [system] item 6 and [feedback-v2-model]) ---------------------
 
-def permutation(reduced, messages):
+SPRAY_SEEDS = (7, 8, 9)
+LONE_FLOOR = 0.9                # metrics.md: a lone flow at 4 KB PMTU reaches 0.9 of raw line rate
+
+
+def permutation(reduced, messages, seed=None):
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation.yaml", reduced=reduced)
-    return scenario.with_changes(traffic={"messages": messages})
+    scenario = scenario.with_changes(traffic={"messages": messages})
+    return scenario if seed is None else scenario.with_changes(seed=seed)
 
 
-def spraying_claim(scenario):
-    """MRC: every flow at >= 95% of its lone-flow goodput; the ECMP baseline's loss from hash
-    collisions in the same fabric and traffic is reported (and is a loss)."""
+def spraying_claim(scenario, min_fraction=0.95, mean_fraction=0.975):
+    """MRC: every flow at >= ``min_fraction`` of its lone-flow goodput and the mean at >=
+    ``mean_fraction``; the lone flow meets the lone-flow floor of metrics.md; the ECMP baseline
+    in the same fabric and traffic is reported, and is worse than MRC. Completion, every byte
+    and every frame (``ok``) are asserted first, for both transports."""
     mrc = run_scenario(scenario)
+    assert mrc.ok, mrc.summary()
     lone = lone_goodputs(scenario, mrc.run)
     fractions = [g / l for g, l in zip(mrc.goodputs, lone)]
     ecmp_scenario = scenario.with_changes(nic={"transport": "ecmp"})
     ecmp = run_scenario(ecmp_scenario)
+    assert ecmp.ok, ecmp.summary()
     ecmp_lone = lone_goodputs(ecmp_scenario, ecmp.run)
     ecmp_fractions = [g / l for g, l in zip(ecmp.goodputs, ecmp_lone)]
     ecmp_loss = 1 - ecmp.aggregate_gbps / sum(ecmp_lone)
+    mean = sum(fractions) / len(fractions)
+    raw = mrc.host_line_gbps
     print(f"{scenario.topology.describe()}; {len(mrc.flows)} flows of "
-          f"{scenario.traffic.messages} x {scenario.traffic.message_bytes} B")
-    print(f"MRC: goodput / lone-flow goodput min {min(fractions):.4f} mean "
-          f"{sum(fractions) / len(fractions):.4f} (lone {min(lone):.1f}-{max(lone):.1f} Gb/s)")
+          f"{scenario.traffic.messages} x {scenario.traffic.message_bytes} B, seed "
+          f"{scenario.seed}")
+    print(f"MRC: goodput / lone-flow goodput min {min(fractions):.4f} mean {mean:.4f} (lone "
+          f"{min(lone):.1f}-{max(lone):.1f} Gb/s, {max(lone) / raw:.3f} of raw line rate); "
+          f"SACKs per data frame {mrc.sacks_per_data():.3f}, trims {mrc.trims}")
     print(f"ECMP: goodput / lone-flow goodput min {min(ecmp_fractions):.4f}, loss from hash "
           f"collisions {ecmp_loss:.2%} of the lone-flow aggregate")
-    assert mrc.ok and ecmp.ok
-    assert min(fractions) >= 0.95, fractions
-    assert ecmp_loss > 0
+    if scenario.nic.pmtu == 4096:
+        assert min(lone) >= LONE_FLOOR * raw, (min(lone), raw)
+    assert min(fractions) >= min_fraction, sorted(fractions)[:5]
+    assert mean >= mean_fraction, mean
+    assert ecmp_loss > 0 and min(ecmp_fractions) < min(fractions)
     return fractions, ecmp_loss
 
 
-def failure_claim(scenario):
-    """One T0-T1 link of one plane fails: the loss it causes is at most its capacity share + 1
-    point (metrics.md)."""
+def failure_claim(scenario, slack, ratio):
+    """One T0-T1 link of one plane fails: the loss it causes (metrics.md) is at most its
+    capacity share + ``slack``, and at most ``ratio`` x the share (a bound near the measured
+    magnitude, test audit #5); the run's own checks (route-around within one timeout plus 5 us,
+    EVs marked, completion) hold."""
     loss, with_fault, without = failure_loss(scenario)
     share = scenario.topology.capacity_share()
-    print(f"{scenario.topology.describe()}: loss caused by the failure {loss:.2%}, capacity share "
-          f"{share:.2%}; route around {with_fault.route_around[0][1][0]:.2f} us")
-    assert with_fault.ok and without.ok
-    assert loss <= share + 0.01
+    print(f"{scenario.topology.describe()}, seed {scenario.seed}: loss caused by the failure "
+          f"{loss:.2%}, capacity share {share:.2%} (loss / share {loss / share:.2f}); route "
+          f"around {with_fault.route_around[0][1][0]:.2f} us")
+    assert with_fault.ok, [c for c in with_fault.checks if not c[1]]
+    assert without.ok
+    assert loss <= share + slack, (loss, share)
+    assert loss <= ratio * share, (loss, share)
     return loss, share
 
 
@@ -763,20 +795,64 @@ def test_spraying_at_line_rate_reduced():
 def test_link_failure_costs_its_capacity_share_reduced():
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation_link_down.yaml",
                              reduced=True)
-    failure_claim(scenario.with_changes(traffic={"messages": 6}))
+    # measured 0.78% against a share of 3.12%
+    failure_claim(scenario.with_changes(traffic={"messages": 6}), slack=0.0, ratio=0.5)
+
+
+LINK_DOWN = ROOT / "sim" / "scenarios" / "link_down.yaml"
+
+
+@pytest.mark.parametrize("form", ["reduced", "rtl"])
+def test_link_down_costs_at_most_its_share(form):
+    """link_down (issue [feedback-v2-model]): the loss the cut causes, against the same run
+    without it, is at most its capacity share + 1 point; its own checks hold (no 2 us bin
+    after the cut below half the pre-fault level, route-around, completion)."""
+    scenario = load_scenario(LINK_DOWN, reduced=form == "reduced", rtl=form == "rtl")
+    loss, with_fault, _ = failure_loss(scenario)
+    share = scenario.topology.capacity_share()
+    print(f"link_down {form}: loss {loss:.2%}, share {share:.2%}, lowest bin "
+          f"{with_fault.lowest_bin_after_fault()}")
+    assert with_fault.ok, [c for c in with_fault.checks if not c[1]]
+    assert loss <= share + 0.01
+    assert loss <= 0.5 * share                  # measured 0.29 (reduced), 0.29 (rtl) of it
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "measured (docs/scenarios.md, section 4): at 64 x 8 the flows through T0s whose every host "
-    "sends or receives across T1s reach 0.80-0.90 of their lone-flow goodput (mean 0.93): a SACK "
-    "for nearly every sprayed packet (docs/protocol.md 5: at once on every out-of-order arrival) adds about "
-    "4% to every link of a loaded full-bisection fabric, so those links run at load 1"))
-def test_spraying_at_line_rate_64x8():
-    spraying_claim(permutation(reduced=False, messages=16))
+def test_link_down_full_costs_at_most_its_share():
+    scenario = load_scenario(LINK_DOWN)
+    loss, with_fault, _ = failure_loss(scenario)
+    share = scenario.topology.capacity_share()
+    print(f"link_down full: loss {loss:.2%}, share {share:.2%}")
+    assert with_fault.ok and loss <= share + 0.01 and loss <= 0.5 * share
+
+
+def test_a_fault_that_meets_no_data_fails_the_route_around_check():
+    """Test audit #2: an outage no data packet met proves nothing and fails the check, unless
+    the scenario opts out (``idle_faults_ok``)."""
+    scenario = load_scenario(LINK_DOWN, reduced=True)
+    late = scenario.with_changes(faults=(replace(scenario.faults[0], at_us=5000),),
+                                 duration_us=6000)
+    result = run_scenario(late)
+    check = next(c for c in result.checks if c[0].startswith("route around"))
+    assert not check[1] and "met no data packet" in check[2]
+    allowed = run_scenario(late.with_changes(checks={"idle_faults_ok": True,
+                                                     "min_retransmitted": 0,
+                                                     "min_ev_marked": 0,
+                                                     "min_bin_fraction": None}))
+    assert allowed.ok, allowed.checks
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("seed", SPRAY_SEEDS)
+def test_spraying_at_line_rate_64x8(seed):
+    """Issue [feedback-v2-model]: at 64 x 8 every flow at >= 0.95 of its lone-flow goodput and
+    the mean at >= 0.975, in each of three seeds."""
+    spraying_claim(permutation(reduced=False, messages=16, seed=seed))
 
 
 @pytest.mark.full
 def test_link_failure_costs_its_capacity_share_64x8():
+    """One T0-T1 link cut at 64 x 8: loss <= its share + 0.5 point, routed around within one
+    timeout plus 5 us (the scenario's check)."""
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation_link_down.yaml")
-    failure_claim(scenario.with_changes(traffic={"messages": 16}))
+    failure_claim(scenario.with_changes(traffic={"messages": 16}), slack=0.005, ratio=2.0)
