@@ -505,7 +505,7 @@ class FastRxTracker(RxTracker):
 
     def arrive(self, arrival):
         if arrival.opcode in IMM_OPCODES or self.wimm_waiting:
-            return self._step(on_arrival, arrival)
+            return self.step(on_arrival, arrival)
         return self._result(self.arrive_fields(
             arrival.psn, arrival.ev, arrival.ecn, arrival.dscp, arrival.ackreq, arrival.rtx,
             arrival.opcode, arrival.payload_length, arrival.access_ok), arrival.ev)
@@ -530,7 +530,7 @@ class FastRxTracker(RxTracker):
         """One data packet: ``(verdict, SACK or None, Nack or None)``, the SACK a
         :class:`LightSack` (a :class:`models.rx_tracker.Sack` from the pure functions)."""
         if opcode in IMM_OPCODES or self.wimm_waiting:
-            result = self._step(on_arrival, Arrival(
+            result = self.step(on_arrival, Arrival(
                 psn=psn, ev=ev, ecn=ecn, dscp=dscp, ackreq=ackreq, rtx=rtx, opcode=opcode,
                 payload_length=payload, access_ok=access_ok))
             return result.verdict, result.sack, result.nack
@@ -635,10 +635,6 @@ class FastRxTracker(RxTracker):
         if self.v2:
             return Verdict.TICK, self._sack_v2(self.last_psn, self.last_ev, False, 1), None
         return Verdict.TICK, self._sack(self.last_psn, self.last_ev, self.last_ce), None
-
-    def reset(self, cack_psn):
-        flushed = super().reset(cack_psn)
-        return flushed
 
     def _block_bits(self, base):
         """Profile 2: the SACK bitmap of the aligned block at ``base`` (bit 63 = base): PSNs at

@@ -390,10 +390,11 @@ class Reliability:
         else:
             self.announce(qpn, qp)
 
-    def announce(self, qpn, qp):
-        """Profile 2: a WINDOW_ROOM record when its fields changed since the last one."""
+    def announce(self, qpn, qp, force=False):
+        """Profile 2: a WINDOW_ROOM record when its fields changed since the last one (always
+        with ``force``: the record that closes the room at a QP error)."""
         room = (qp.psn_limit(), qp.credit)
-        if room != qp.announced:
+        if force or room != qp.announced:
             qp.announced = room
             self.emit("limit", qpn=qpn, psn_limit=room[0], credit=room[1])
 
@@ -468,7 +469,7 @@ class Reliability:
         if self.profile == 1:
             self.emit("limit", qpn=qpn, psn_limit=qp.next_psn)
         else:
-            self.announce(qpn, qp)
+            self.announce(qpn, qp, force=True)
 
     def acknowledge(self, qp, psn, entry):
         """A SACK takes ``psn`` as received (profile 2: its place is released)."""

@@ -608,22 +608,26 @@ class RxTracker:
     def received(self, psn):
         return received(self.config, self.state, psn)
 
-    def _step(self, transition, *args):
+    def step(self, transition, *args):
+        """Apply one pure transition (:func:`on_arrival`, :func:`on_probe`, :func:`on_tick`) to
+        the state and count its verdict (the entry point a faster subclass falls back on)."""
         self.state, result = transition(self.config, self.state, *args)
         self.counters[result.verdict] += 1
         return result
 
+    _step = step
+
     def arrive(self, arrival):
         """Process one data packet (an :class:`Arrival`)."""
-        return self._step(on_arrival, arrival)
+        return self.step(on_arrival, arrival)
 
     def probe(self, probe):
         """Process one reliability probe (a :class:`Probe`)."""
-        return self._step(on_probe, probe)
+        return self.step(on_probe, probe)
 
     def tick(self):
         """Process one 1.024 us tick."""
-        return self._step(on_tick)
+        return self.step(on_tick)
 
     def reset(self, cack_psn):
         """QP reset (v2): a new start at ``cack_psn + 1``; returns the flushed completions."""

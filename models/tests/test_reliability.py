@@ -570,21 +570,64 @@ def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bi
     return world, model, cycles
 
 
+def cut_off_cycles(sc):
+    """The longest time (cycles) during which every path a QP other than the doomed one uses
+    is dead or on a plane that is down (the doomed QP has the last T1 to itself; the others
+    spread over the rest, as ``World._ev_sets`` lays them)."""
+    usable = sc.num_t1 - (sc.doomed_qp is not None)
+    paths = [(p, j) for p in range(sc.planes) for j in range(usable)]
+
+    def dead(path, cycle):
+        return any(d == path and first <= cycle < (end if end is not None else 1 << 62)
+                   for d, first, end in sc.dead_paths) or \
+            any(p == path[0] and first <= cycle < end for p, first, end in sc.planes_down)
+
+    edges = sorted({t for _, a, b in sc.dead_paths for t in (a, b) if t is not None} |
+                   {t for _, a, b in sc.planes_down for t in (a, b)})
+    longest = 0
+    for k, start in enumerate(edges):
+        if not all(dead(path, start) for path in paths):
+            continue
+        end = start
+        for nxt in edges[k + 1:]:
+            if all(dead(path, nxt) for path in paths):
+                continue
+            end = nxt
+            break
+        longest = max(longest, end - start)
+    return longest
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_closed_loop_properties(case):
     """Random fabrics and faults: the world checks every output as it comes (no retransmission
     of an acknowledged PSN, monotonic limits, completions in order) and the end state (all work
     requests completed and retired, all PSNs acknowledged unless the QP failed); a doomed QP
-    fails with RETRY_EXCEEDED, a wrong R_Key with QP_ERROR."""
+    fails with RETRY_EXCEEDED, a wrong R_Key with QP_ERROR; another QP fails with
+    RETRY_EXCEEDED only when every path it uses was dead for at least ``retry_limit`` timeouts
+    (test audit #15)."""
     sc, cfgs, seed = case
     world, model, _ = loop(seed, sc, cfgs)
+    cut = cut_off_cycles(sc)
     if sc.doomed_qp is not None:
         assert world.status(0)[0] == CompletionStatus.RETRY_EXCEEDED
+    round_trip = 24 + 2 * sc.delay[1]            # the world's longest data-SACK round trip
+    for q, cfg in enumerate(cfgs):
+        timeout = timeout_ticks(cfg, 8) * sc.tick_cycles
+        if q == sc.doomed_qp or timeout < 2 * round_trip:
+            # Timeouts shorter than a round trip mark live paths bad; with the floor keeping a
+            # dead path choosable, profile 2's fallback (4.3) resends there and a QP can fail
+            # with a live path (docs/protocol.md 10, point 19).
+            continue
+        if CompletionStatus.RETRY_EXCEEDED in world.status(q):
+            assert cut >= cfg.retry_limit * timeout, (q, cut)
     if sc.bad_wr is not None and sc.bad_wr[0] != sc.doomed_qp and sc.bad_wr[1] < sc.wrs_per_qp:
         statuses = world.status(sc.bad_wr[0])
-        assert CompletionStatus.QP_ERROR in statuses
-        assert CompletionStatus.RETRY_EXCEEDED not in statuses
+        if CompletionStatus.RETRY_EXCEEDED not in statuses:
+            assert CompletionStatus.QP_ERROR in statuses
+        else:
+            assert cut > 0
     assert model.counters["completion"] == sum(len(s.wrs) for s in world.senders)
 
 
