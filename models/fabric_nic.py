@@ -60,7 +60,7 @@ from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opc
 from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
 from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
-from .reliability import STREAMS, PsnState, QpConfig, Reliability
+from .reliability import STREAMS, PsnEntry, PsnState, QpConfig, Reliability
 from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, COALESCE_UNIT, MPR_DEFAULT, MPR_UNIT,
                          OOO_MODULUS, PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS,
                          SACK_BYTES_DEFAULT, SACK_EVERY, WIMM_MAX_DEFAULT, Arrival, Nack, RxState,
@@ -336,6 +336,21 @@ class FastReliability(Reliability):
         qp = self.active(qpn)
         if qp is None:
             self.counters["send_dropped"] += 1
+            return
+        if not rtx and self.profile == 2 and psn == qp.next_psn and qp.in_flight < qp.window \
+                and (psn - qp.cack) % PSN_MODULUS <= qp.psn_range:
+            # send_step's new PSN of profile 2, written out (the commonest input).
+            self.counters["send"] += 1
+            deadline = self.now + (1 << min(qp.cfg.timeout_exp, self.timer_bits - 1))
+            in_flight = qp.in_flight + 1
+            ackreq = qp.ackreq_psn is None and in_flight >= -(-qp.cfg.w_max // 2)
+            qp.entries[psn] = PsnEntry(ev=ev, req_id=req_id, last=bool(last), deadline=deadline,
+                                       counted=True, ackreq=ackreq)
+            if ackreq:
+                qp.ackreq_psn = psn
+            qp.in_flight = in_flight
+            qp.next_psn = (psn + 1) % PSN_MODULUS
+            self._arm(qpn, psn, deadline)
             return
         entry = self.send_step(qpn, qp, psn, ev, req_id, last, rtx)
         if entry is not None:
