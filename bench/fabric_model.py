@@ -41,7 +41,8 @@ def measure(sim_us, transport, reduced):
         "traffic": f"{scenario.traffic.pattern}, {len(result.flows)} flows of "
                    f"{scenario.traffic.messages} x {scenario.traffic.message_bytes} B from 0 us",
         "transport": transport,
-        "settings": f"PMTU {scenario.nic.pmtu}, W_max {scenario.nic.w_max}, timeout "
+        "settings": f"profile {scenario.nic.profile}, PMTU {scenario.nic.pmtu}, W_max "
+                    f"{scenario.nic.w_max}, sack_bytes {scenario.nic.sack_bytes}, timeout "
                     f"{scenario.nic.timeout_us:g} us, seed {scenario.seed}",
         "simulated_us": round(result.sim_us, 3),
         "data_packets": result.counters["data_sent"],
@@ -58,6 +59,16 @@ def measure(sim_us, transport, reduced):
     }, result
 
 
+# Earlier measurements of the same run, kept beside the current one (docs/scenarios.md 4).
+HISTORY = """
+## Earlier measurements of the same run
+
+| code | data packets | events | CPU s | events per CPU s | simulated us per CPU s |
+|---|---|---|---|---|---|
+| profile 1 (before [feedback-v2-model]), Python 3.11.7 | 1,431,845 | 19,946,314 | 348.76 | 57,193 | 2.867 |
+"""
+
+
 def markdown(row):
     return ("# Fabric model speed\n\nMeasured by `python -m bench.fabric_model` "
             "(a measurement, not a test).\n\n"
@@ -69,7 +80,8 @@ def markdown(row):
             f"- wall {row['wall_s']} s, CPU {row['cpu_s']} s (Python {row['python']})\n\n"
             "| | per wall second | per CPU second |\n|---|---|---|\n"
             f"| events | {row['events_per_wall_s']:,} | {row['events_per_cpu_s']:,} |\n"
-            f"| simulated us | {row['sim_us_per_wall_s']} | {row['sim_us_per_cpu_s']} |\n")
+            f"| simulated us | {row['sim_us_per_wall_s']} | {row['sim_us_per_cpu_s']} |\n"
+            + HISTORY)
 
 
 def main(argv=None):

@@ -45,7 +45,7 @@ __all__ = ["Scenario", "Traffic", "Fault", "SwitchSettings", "Checks", "FabricRu
            "failure_loss", "main", "PATTERNS", "FAULT_KINDS", "MODES", "FORMS"]
 
 PATTERNS = ("all_to_all", "permutation", "incast", "pairs")
-FAULT_KINDS = ("link", "flap", "port", "path", "link_impair")
+FAULT_KINDS = ("link", "flap", "port", "path", "link_impair", "switch")
 MODES = ("light", "bytes")
 FORMS = ("reduced", "rtl")    # override blocks of a scenario file: short test form, RTL form
 RECOVERY_BAND = 0.05          # metrics.md: goodput back within 5% of its level after the fault
@@ -154,7 +154,10 @@ class Fault:
     for ``up_us``, ``count`` times from ``at_us``), ``port`` (host ``host``'s NIC port on
     ``plane`` down, docs/protocol.md 4.6, and its cable cut), ``path`` (path (``plane``, ``t1``): the
     impairment ``loss``/``trim``/``ce``/``delay_ns``/``jitter_ns`` on every frame through T1
-    ``t1``) or ``link_impair`` (the impairment on both directions of a T0-T1 link)."""
+    ``t1``), ``link_impair`` (the impairment on both directions of a T0-T1 link) or ``switch``
+    (T1 ``t1`` of ``plane`` restarts: down with all its ports and its route table lost from
+    ``at_us``, up again at ``until_us`` with an empty table, which the controller rewrites
+    ``rewrite_us`` later)."""
     kind: str
     at_us: float = 0.0
     until_us: float | None = None
@@ -170,6 +173,7 @@ class Fault:
     down_us: float = 0.0
     up_us: float = 0.0
     count: int = 1
+    rewrite_us: float = 0.0
 
     def __post_init__(self):
         if self.kind not in FAULT_KINDS:
@@ -179,6 +183,8 @@ class Fault:
             raise ValueError("scenario: a fault needs 0 <= at_us < until_us")
         if self.kind == "flap" and (self.down_us <= 0 or self.up_us <= 0 or self.count < 1):
             raise ValueError("scenario: a flap needs down_us > 0, up_us > 0 and count >= 1")
+        if self.kind == "switch" and (self.until_us is None or self.rewrite_us < 0):
+            raise ValueError("scenario: a switch restart needs until_us and rewrite_us >= 0")
         if self.kind in ("path", "link_impair"):
             self.impairment()
 
@@ -189,11 +195,14 @@ class Fault:
     @property
     def hard(self):
         """True when the fault takes a path away entirely (the route-around time applies)."""
-        return self.kind in ("link", "flap", "port") or \
+        return self.kind in ("link", "flap", "port", "switch") or \
             (self.kind in ("path", "link_impair") and self.loss >= 1.0)
 
     def windows(self):
-        """The ``(start_us, end_us or None)`` intervals during which the fault is active."""
+        """The ``(start_us, end_us or None)`` intervals during which the fault is active (a
+        switch restart: until its table is rewritten)."""
+        if self.kind == "switch":
+            return [(self.at_us, self.until_us + self.rewrite_us)]
         if self.kind == "flap":
             period = self.down_us + self.up_us
             return [(self.at_us + k * period, self.at_us + k * period + self.down_us)
@@ -205,7 +214,8 @@ class Fault:
             raise ValueError(f"scenario: fault plane {self.plane} outside 0..{topo.planes - 1}")
         if self.kind in ("link", "flap", "link_impair") and not 0 <= self.t0 < topo.t0s:
             raise ValueError(f"scenario: fault t0 {self.t0} outside 0..{topo.t0s - 1}")
-        if self.kind in ("link", "flap", "path", "link_impair") and not 0 <= self.t1 < topo.t1s:
+        if self.kind in ("link", "flap", "path", "link_impair", "switch") and \
+                not 0 <= self.t1 < topo.t1s:
             raise ValueError(f"scenario: fault t1 {self.t1} outside 0..{topo.t1s - 1}")
         if self.kind == "port" and not 0 <= self.host < topo.hosts:
             raise ValueError(f"scenario: fault host {self.host} outside 0..{topo.hosts - 1}")
@@ -219,7 +229,7 @@ class Fault:
             return self.host in (src, dst)
         if topo.same_t0(src, dst) or ev_t1(ev) != self.t1:
             return False
-        if self.kind == "path":
+        if self.kind in ("path", "switch"):
             return True
         return topo.crosses(src, dst, self.t0)
 
@@ -231,15 +241,32 @@ class Checks:
     sender's buffer) and every frame is accounted; ``route_around_us``: the last data packet a
     sender puts on a hard fault's broken path comes at most this long after the fault starts
     (each down interval of a flap); ``min_trims``, ``min_ecn_marks``, ``min_retransmitted``,
-    ``min_ev_recovered``: counts the run must reach; ``min_goodput_raw``: every receiving host's
-    goodput at least this fraction of its raw line rate (P x link rate)."""
+    ``min_ev_recovered``, ``min_ev_marked`` (EVs marked ASSUMED_BAD), ``min_used_after`` (data
+    packets put on each ended fault's element after it ended): counts the run must reach;
+    ``min_goodput_raw``: every receiving host's goodput at least this fraction of its raw line
+    rate (P x link rate). A hard fault's outage that no data packet met fails the route-around
+    check (it would prove nothing) unless ``idle_faults_ok``. Profile-2 claims (metrics.md, the
+    aggregate goodput series in bins of ``series_bin_us``, warm-up ``warmup_us``):
+    ``min_bin_fraction``, no full bin from the first fault's start to the last flow's end below
+    this fraction of the pre-fault level; ``min_mean_goodput_raw``, the mean of the full bins
+    from the end of warm-up to the last flow's end at least this fraction of the aggregate raw
+    line rate of the receiving hosts; ``max_sacks_per_data``, SACK frames (probe answers
+    excluded) per data frame sent."""
     complete: bool = True
     route_around_us: float | None = None
     min_trims: int = 0
     min_ecn_marks: int = 0
     min_retransmitted: int = 0
     min_ev_recovered: int = 0
+    min_ev_marked: int = 0
+    min_used_after: int = 0
     min_goodput_raw: float | None = None
+    idle_faults_ok: bool = False
+    min_bin_fraction: float | None = None
+    min_mean_goodput_raw: float | None = None
+    max_sacks_per_data: float | None = None
+    series_bin_us: float = 2.0
+    warmup_us: float = 5.0
 
 
 def _deep_merge(base, overrides):
@@ -338,6 +365,7 @@ class _FaultWatch:
                         for a, b in fault.windows()]
         self.last = [None] * len(self.windows)     # last data packet on it, per window
         self.packets = 0
+        self.after = 0                             # data packets on it after the last window
 
     def observe(self, packet, now):
         for k, (start, end) in enumerate(self.windows):
@@ -347,6 +375,10 @@ class _FaultWatch:
                     self.last[k] = now
                     self.packets += 1
                 return
+        end = self.windows[-1][1]
+        if end is not None and now >= end and \
+                self.fault.affects(self.topology, packet.src, packet.dst, packet.plane, packet.ev):
+            self.after += 1
 
     def route_around_us(self):
         """Per window: from the fault's start to the last data packet on it (0 when none)."""
@@ -368,6 +400,11 @@ def schedule_fault(network, fault, nic_port=None):
             at(start, lambda: network.set_link(fault.plane, fault.t0, fault.t1, False))
             if end is not None:
                 at(end, lambda: network.set_link(fault.plane, fault.t0, fault.t1, True))
+    elif fault.kind == "switch":
+        at(fault.at_us, lambda: network.set_switch(fault.plane, fault.t1, False))
+        at(fault.until_us, lambda: network.set_switch(fault.plane, fault.t1, True))
+        at(fault.until_us + fault.rewrite_us,
+           lambda: network.rewrite_table(fault.plane, fault.t1))
     elif fault.kind == "port":
         def port(up):
             network.set_host_link(fault.host, fault.plane, up)
@@ -445,7 +482,8 @@ class FabricRun:
         for index in keep:
             send_qps[pairs[index][0]] += qps_per_flow
         self.nics = [Nic(h, self.network, sc.nic, send_qps=send_qps[h], bytes_mode=bytes_mode,
-                         bin_ps=ps(sc.bin_us * 1000)) for h in range(topo.hosts)]
+                         bin_ps=ps(sc.bin_us * 1000), series_ps=ps(sc.checks.series_bin_us * 1000))
+                     for h in range(topo.hosts)]
         self.flows = []
         for index in keep:
             # Each flow draws from its own generator, so a flow alone gets the same start, PSNs
@@ -588,6 +626,76 @@ class Result:
                          " | ".join(f"{v:6.1f}" for v in values) + f" | {sum(values):.1f}")
         return "\n".join(lines)
 
+    def series(self):
+        """The aggregate goodput series of metrics.md (Gb/s per bin of the checks'
+        ``series_bin_us``, default 2 us), from time 0 to the last bin with data."""
+        bin_ps = ps(self.scenario.checks.series_bin_us * 1000)
+        bins = {}
+        for nic in self.run.nics:
+            for k, value in nic.series.items():
+                bins[k] = bins.get(k, 0) + value
+        last = max(bins) if bins else -1
+        return [bins.get(k, 0) * 8 / (bin_ps / 1000) for k in range(last + 1)]
+
+    def _full_bins(self, start_us, end_us):
+        """Indices of the series bins lying wholly in [start_us, end_us]."""
+        width = self.scenario.checks.series_bin_us
+        first = int(-(-start_us // width))
+        return range(first, int(end_us // width))
+
+    def last_end_us(self):
+        """The last flow's end (its last byte placed), in us."""
+        ends = [f.last_placed for f in self.flows if f.last_placed is not None]
+        return max(ends) / PS_PER_US if ends else 0.0
+
+    def pre_fault_level(self):
+        """metrics.md: the mean of the aggregate series from the end of warm-up to the start of
+        the first fault (None without a fault or with no full bin there)."""
+        if not self.run.faults:
+            return None
+        series = self.series()
+        bins = [k for k in self._full_bins(self.scenario.checks.warmup_us,
+                                           self.run.faults[0].at_us) if k < len(series)]
+        return sum(series[k] for k in bins) / len(bins) if bins else None
+
+    def first_end_us(self):
+        """The first flow's end (its last byte placed), in us: until then every flow runs."""
+        ends = [f.last_placed for f in self.flows if f.last_placed is not None]
+        return min(ends) / PS_PER_US if ends else 0.0
+
+    def lowest_bin_after_fault(self, to_last_end=False):
+        """``(lowest bin after the first fault / pre-fault level, its start in us)`` over the
+        full bins from the fault's start to the first flow's end, while every flow still runs
+        (docs/metrics.md, "No bin below"), or with ``to_last_end`` to the last flow's end as the
+        definition's text says, tail bins with fewer flows included; None without a fault."""
+        level = self.pre_fault_level()
+        if level is None:
+            return None
+        series = self.series()
+        width = self.scenario.checks.series_bin_us
+        end = self.last_end_us() if to_last_end else self.first_end_us()
+        bins = [k for k in self._full_bins(self.run.faults[0].at_us, end) if k < len(series)]
+        if not bins or not level:
+            return None
+        k = min(bins, key=lambda b: series[b])
+        return series[k] / level, k * width
+
+    def mean_goodput_after_warmup(self):
+        """The mean of the aggregate series over the full bins from the end of warm-up to the
+        last flow's end, as a fraction of the receiving hosts' aggregate raw line rate."""
+        series = self.series()
+        bins = [k for k in self._full_bins(self.scenario.checks.warmup_us, self.last_end_us())
+                if k < len(series)]
+        receivers = len({f.dst for f in self.flows})
+        if not bins or not receivers:
+            return 0.0
+        return sum(series[k] for k in bins) / len(bins) / (receivers * self.host_line_gbps)
+
+    def sacks_per_data(self):
+        """SACK frames sent (probe answers excluded) per data frame sent."""
+        c = self.counters
+        return (c["sacks_sent"]) / max(1, c["data_sent"])
+
     def recovery_us(self):
         """For the first fault (metrics.md, time to route around): from its start until the
         aggregate goodput per bin is back within 5% of its level after the fault, the level being
@@ -662,19 +770,59 @@ class Result:
                         f"{sum(f.total_bytes for f in self.flows)} bytes"))
             ok, detail = self.frames_accounted()
             out.append(("every frame accounted", ok, detail))
+        if self.scenario.faults and not self.run.faults:
+            # The reference run without the faults (metrics.md, loss caused by a failure): the
+            # claims about the faults do not apply to it.
+            checks = replace(checks, route_around_us=None, min_retransmitted=0, min_ev_marked=0,
+                             min_ev_recovered=0, min_used_after=0, min_bin_fraction=None,
+                             min_trims=0)
         if checks.route_around_us is not None:
-            worst = max((max(times) for fault, times, _ in self.route_around if fault.hard),
-                        default=0.0)
-            out.append((f"route around within {checks.route_around_us:g} us",
-                        worst <= checks.route_around_us, f"worst {worst:.2f} us"))
+            hard = [(times, watch) for (fault, times, _), watch in
+                    zip(self.route_around, self.run.watches) if fault.hard]
+            worst = max((max(times) for times, _ in hard), default=0.0)
+            idle = sum(last is None for _, watch in hard for last in watch.last)
+            ok = worst <= checks.route_around_us and (checks.idle_faults_ok or
+                                                      (hard and not idle))
+            detail = f"worst {worst:.2f} us"
+            if idle or not hard:
+                detail += f"; {idle} outage(s) met no data packet" if hard else \
+                    "; no hard fault"
+            out.append((f"route around within {checks.route_around_us:g} us", ok, detail))
         for name, value, low in (("trims", self.trims, checks.min_trims),
                                  ("ECN marks", self.ecn_marks, checks.min_ecn_marks),
                                  ("retransmissions", self.counters["retransmitted"],
                                   checks.min_retransmitted),
                                  ("EV recoveries", self.counters["ev_recovered"],
-                                  checks.min_ev_recovered)):
+                                  checks.min_ev_recovered),
+                                 ("EVs marked bad", self.counters["ev_marked"],
+                                  checks.min_ev_marked)):
             if low:
                 out.append((f"{name} >= {low}", value >= low, f"{value}"))
+        if checks.min_used_after:
+            ended = [(w.fault, w.after) for w in self.run.watches if w.windows[-1][1] is not None]
+            fewest = min((after for _, after in ended), default=0)
+            out.append((f"the faulty element carries data again after the fault (>= "
+                        f"{checks.min_used_after} packets)",
+                        bool(ended) and fewest >= checks.min_used_after,
+                        f"{fewest} data packets after it ended" if ended else "no ended fault"))
+        if checks.min_bin_fraction is not None:
+            low = self.lowest_bin_after_fault()
+            tail = self.lowest_bin_after_fault(to_last_end=True)
+            out.append((f"no {checks.series_bin_us:g} us bin after the fault below "
+                        f"{checks.min_bin_fraction:g} of the pre-fault level",
+                        low is not None and low[0] >= checks.min_bin_fraction,
+                        "no fault or no bin" if low is None else
+                        f"lowest {low[0]:.3f} at {low[1]:g} us until the first flow ends (pre-"
+                        f"fault {self.pre_fault_level():.1f} Gb/s); with the tail to the last "
+                        f"flow's end {tail[0]:.3f} at {tail[1]:g} us"))
+        if checks.min_mean_goodput_raw is not None:
+            mean = self.mean_goodput_after_warmup()
+            out.append((f"mean goodput after warm-up >= {checks.min_mean_goodput_raw:.0%} of "
+                        f"raw line rate", mean >= checks.min_mean_goodput_raw, f"{mean:.1%}"))
+        if checks.max_sacks_per_data is not None:
+            ratio = self.sacks_per_data()
+            out.append((f"SACKs per data frame <= {checks.max_sacks_per_data:g}",
+                        ratio <= checks.max_sacks_per_data, f"{ratio:.3f}"))
         if checks.min_goodput_raw is not None:
             worst = min(self.receiver_goodputs().values()) / self.host_line_gbps
             out.append((f"receiver goodput >= {checks.min_goodput_raw:.0%} of raw line rate",
@@ -752,7 +900,9 @@ def _describe_fault(fault):
                      f"({fault.count} x {fault.down_us:g} us down, {fault.up_us:g} us up)",
              "port": f"host {fault.host} NIC port on plane {fault.plane} down",
              "path": f"path (plane {fault.plane}, T1 {fault.t1})",
-             "link_impair": f"T0 {fault.t0} - T1 {fault.t1} link of plane {fault.plane}"}
+             "link_impair": f"T0 {fault.t0} - T1 {fault.t1} link of plane {fault.plane}",
+             "switch": f"T1 {fault.t1} of plane {fault.plane} restarts (down with all its ports, "
+                       f"its table lost; rewritten {fault.rewrite_us:g} us after it returns)"}
     text = where[fault.kind]
     if fault.kind in ("path", "link_impair"):
         parts = [f"{name} {getattr(fault, name):g}" for name in ("loss", "trim", "ce")

@@ -540,6 +540,17 @@ class Switch:
         self.ingress = [dict(dropped_no_route=0, dropped_hop_limit=0, dropped_malformed=0)
                         for _ in self.ports]
 
+    def set_table(self, routes):
+        """Write the route table (the controller's write after a restart; ``{}`` is the empty
+        table of a switch that lost it): every entry rewritten, the route caches dropped."""
+        self.routes = dict(routes)
+        items = sorted(self.routes.items())
+        for i in range(self.un.table_depth):
+            key, port = items[i] if i < len(items) else (0, 0)
+            self.un.set_entry(i, key, port, valid=i < len(items))
+        self._cache.clear()
+        self._hops.clear()
+
     def receive(self, packet, port):
         packet.inport = port
         if self.latency:
@@ -737,6 +748,19 @@ class Network:
         switch.ports[port].set_up(up)
         for wire in (switch.wires[port], self.host_wires[host, plane]):
             wire.heal() if up else wire.cut()
+
+    def set_switch(self, plane, t1, up):
+        """Take T1 ``t1`` of ``plane`` down with all its ports (every T0-T1 link to it cut) and
+        its route table lost, or bring it back up: its links heal, its table still empty until
+        :meth:`rewrite_table` (the controller's write)."""
+        for t0 in range(self.topology.t0s):
+            self.set_link(plane, t0, t1, up)
+        if not up:
+            self.switches[T1, plane, t1].set_table({})
+
+    def rewrite_table(self, plane, t1):
+        """The controller writes T1 ``t1`` of ``plane``'s route table again (docs/protocol.md 3)."""
+        self.switches[T1, plane, t1].set_table(self.topology.routes(T1, plane, t1))
 
     def impair(self, wires, impairment):
         """Add ``impairment`` to every wire of ``wires``; returns a handle for :meth:`repair`."""

@@ -60,18 +60,19 @@ from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opc
 from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
 from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
-from .reliability import STREAMS, PsnState, QpConfig, Reliability, _Entry, timeout_ticks
-from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, MPR_DEFAULT, MPR_UNIT, OOO_MODULUS,
-                         PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS, SACK_EVERY,
-                         WIMM_MAX_DEFAULT, Arrival, Nack, RxState, RxTracker, Sack,
-                         Verdict, on_arrival, psn_add, psn_diff, received)
+from .reliability import STREAMS, PsnEntry, PsnState, QpConfig, Reliability
+from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, COALESCE_UNIT, MPR_DEFAULT, MPR_UNIT,
+                         OOO_MODULUS, PLACED_BYTES_MODULUS, PLACED_UNIT_SHIFT, PSN_MODULUS,
+                         SACK_BYTES_DEFAULT, SACK_EVERY, WIMM_MAX_DEFAULT, Arrival, Nack, RxState,
+                         RxTracker, Sack, Verdict, on_arrival, psn_add, psn_diff, received)
 from .rx_tracker import Result as RxResult
 from .spray import (Choice, EvTable, PlaneSet, QpSet, SlotState, ev_marked_records, ev_plane,
                     lfsr_step, make_ev)
 from .tick import TICK_NS
 
 __all__ = ["MRC", "ECMP", "TRANSPORTS", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
-           "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "TICK_PS",
+           "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "ev_set_layout",
+           "TICK_PS",
            "COUNTERS"]
 
 MRC = "mrc"
@@ -88,13 +89,16 @@ _DATA = frozenset((Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST,
 _ACKREQ = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_ONLY))
 _PSN_HALF = PSN_MODULUS >> 1
 _MASK64 = (1 << 64) - 1
+_BLOCK_MASK = (PSN_MODULUS - 1) & ~63   # the aligned block of 64 PSNs (docs/protocol.md 2.1)
 _OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
 _EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (docs/protocol.md 4.1)
+_CREDITS = 1 << 16                 # WINDOW_ROOM.credit and SendQp.sends are modulo 2^16
 _FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
 _GOOD, _SKIP = SlotState.GOOD, SlotState.SKIP
 
 COUNTERS = ("data_sent", "data_bytes_sent", "retransmitted", "retx_retired", "flushed",
             "sacks_sent", "nacks_sent", "probes_sent", "probe_answers", "sacks_received",
+            "control_rerouted",
             "nacks_received",
             "placed", "duplicates", "trimmed_received", "ce_received", "out_of_window",
             "ev_skip", "ev_bad", "ev_marked", "ev_recovered", "control_dropped_port_down",
@@ -110,7 +114,9 @@ class NicConfig:
     ``timeout_k`` (timeout = 2^k ticks of 1.024 us), ``retry_limit`` and ``probe_period`` (ticks)
     of the reliability block, whose probe list has ``probe_entries`` entries and whose
     work-request FIFO holds ``wr_depth`` per QP; ``port_fifo`` frames a plane port holds (profile
-    choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline.
+    choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline; ``profile`` the
+    rules of the NIC's golden models (2, or 1 for the behaviour of the RTL of today) and
+    ``sack_bytes`` the receivers' coalescing budget (profile 2, docs/protocol.md 5).
     """
     pmtu: int = 4096
     slots: int = 16
@@ -125,8 +131,15 @@ class NicConfig:
     wr_depth: int = 16
     port_fifo: int = 2
     transport: str = MRC
+    profile: int = 2
+    sack_bytes: int = SACK_BYTES_DEFAULT
 
     def __post_init__(self):
+        if self.profile not in (1, 2):
+            raise ValueError(f"nic: profile must be 1 or 2, not {self.profile!r}")
+        if self.sack_bytes not in tuple(1 << k for k in range(10, 17)):
+            raise ValueError(f"nic: sack_bytes must be a power of two from 1024 to 65536, not "
+                             f"{self.sack_bytes!r}")
         if self.pmtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError(f"nic: pmtu must be a power of two from 256 to 4096, not {self.pmtu}")
         if self.transport not in TRANSPORTS:
@@ -219,20 +232,39 @@ def ecmp_path(src, dst, sport, t1s, plane):
     return int.from_bytes(blake2b(key, digest_size=4).digest(), "big") % t1s
 
 
+def ev_set_layout(t1s, slots, backup, offset=0):
+    """The T1 index of every active slot and backup entry of one plane (docs/protocol.md 4.2;
+    issue [feedback-v2-model] item 3): when the number of T1s ``t1s`` is a power of two dividing
+    ``slots`` (A), slot s holds T1 ``s mod T`` and backup b T1 ``b mod T``, so every run of T
+    consecutive rotation positions under one mask (slot r XOR mask) covers each T1 once; when
+    A is a multiple of T otherwise, or larger than T, slot s holds T1 ``(offset + s) mod T``, as
+    evenly as the counts allow (each T1 floor(A / T) or ceil(A / T) times), backups continuing
+    the sequence; with fewer slots than T1s, the slots hold distinct T1s from ``offset`` on.
+    Returns ``(slot T1s, backup T1s)``."""
+    if t1s & (t1s - 1) == 0 and slots % t1s == 0:
+        return [s % t1s for s in range(slots)], [b % t1s for b in range(backup)]
+    seq = [(offset + i) % t1s for i in range(slots + backup)]
+    return seq[:slots], seq[slots:]
+
+
 def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
-    """A controller's EV sets for one QP (docs/protocol.md 4.2): per plane, ``slots`` EVs on distinct T1s
-    as far as there are T1s (slot i on T1 ``(offset + i) mod T``, shuffled), ``backup`` more for
-    the pool on the T1s that follow, every EV with its own random salt; under one T0 every EV has
-    j = 0 (the path is the plane). Also one non-zero LFSR seed per plane.
-    Returns ``(evs, seeds, pools)`` for :meth:`models.spray.EvTable.configure_qp`."""
+    """A controller's EV sets for one QP (docs/protocol.md 4.2): per plane, ``slots`` EVs laid
+    over the T1s by :func:`ev_set_layout` (the offset drawn per plane; with fewer slots than T1s
+    their order shuffled), ``backup`` more for the pool, every EV with its own random salt;
+    under one T0 every EV has j = 0 (the path is the plane). Also one non-zero LFSR seed per
+    plane. Returns ``(evs, seeds, pools)`` for :meth:`models.spray.EvTable.configure_qp`.
+    ``sim/rtl_controller.py`` draws the RTL fabric's sets with it too."""
     evs, pools, seeds = [], [], []
     for p in range(planes):
         offset = rng.randrange(t1s)
-        js = [0 if same_t0 else (offset + i) % t1s for i in range(slots + backup)]
-        active = js[:slots]
-        rng.shuffle(active)
+        if same_t0:
+            active, spare = [0] * slots, [0] * backup
+        else:
+            active, spare = ev_set_layout(t1s, slots, backup, offset)
+            if slots < t1s:
+                rng.shuffle(active)
         salts = rng.sample(range(1, 1 << 20), slots + backup)
-        plane_evs = [make_ev(p, j, salt) for j, salt in zip(active + js[slots:], salts)]
+        plane_evs = [make_ev(p, j, salt) for j, salt in zip(active + spare, salts)]
         evs.append(plane_evs[:slots])
         pools.append(plane_evs[slots:])
         seeds.append(rng.randrange(1, 1 << 16))
@@ -241,7 +273,8 @@ def draw_ev_sets(rng, planes, t1s, slots, backup, same_t0):
 
 class FastReliability(Reliability):
     """The reliability block (:class:`models.reliability.Reliability`) made fast for the fabric
-    model, its outputs unchanged (tests/test_fabric.py drives both with the same inputs):
+    model, its outputs unchanged for either profile (tests/test_fabric.py drives both with the
+    same inputs). It overrides only the steps of the block's subclass API and uses nothing else:
 
     - two more entry points for light mode, a SACK or NACK given as the parsed
       :class:`models.rx_tracker.Sack` or :class:`models.rx_tracker.Nack` instead of the
@@ -264,18 +297,22 @@ class FastReliability(Reliability):
         self._acked.pop(qpn, None)
 
     def sack(self, qpn, sack):
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self._sack(qpn, qp, sack)
+        self.sack_step(qpn, qp, sack)
+        if not qp.error:
+            self.after_input(qpn, qp)
 
     def nack(self, qpn, nack):
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self._nack(qpn, qp, nack.reason, nack.psn, nack.ev)
+        self.nack_step(qpn, qp, nack.reason, nack.psn, nack.ev)
+        if not qp.error:
+            self.after_input(qpn, qp)
 
     def _arm(self, qpn, psn, deadline):
         """Put ``psn`` of QP ``qpn`` on the wheel at ``deadline`` (its entry's; a PSN on the
@@ -296,32 +333,31 @@ class FastReliability(Reliability):
     def sent(self, qpn, psn, ev, req_id, last, rtx):
         """:meth:`send` of a SEND_RECORD with these fields and ``flushed`` = 0 (the block reads
         no other field of it)."""
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["send_dropped"] += 1
             return
-        if rtx:
-            entry = qp.entries.get(psn)
-            if entry is None or entry.acked or entry.state != PsnState.RETX_PENDING:
-                self.counters["send_stale"] += 1
-                return
-            self.counters["send_retx"] += 1
-            entry.ev = ev
-            entry.state = PsnState.IN_FLIGHT
-            entry.deadline = deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
-        else:
-            if psn != qp.next_psn or (psn - qp.cack) % PSN_MODULUS > qp.window:
-                self.counters["send_bad"] += 1
-                return
+        if not rtx and self.profile == 2 and psn == qp.next_psn and qp.in_flight < qp.window \
+                and (psn - qp.cack) % PSN_MODULUS <= qp.psn_range:
+            # send_step's new PSN of profile 2, written out (the commonest input).
             self.counters["send"] += 1
-            deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
-            qp.entries[psn] = _Entry(ev, req_id, bool(last), 0, PsnState.IN_FLIGHT, False,
-                                     deadline)
+            deadline = self.now + (1 << min(qp.cfg.timeout_exp, self.timer_bits - 1))
+            in_flight = qp.in_flight + 1
+            ackreq = qp.ackreq_psn is None and in_flight >= -(-qp.cfg.w_max // 2)
+            qp.entries[psn] = PsnEntry(ev=ev, req_id=req_id, last=bool(last), deadline=deadline,
+                                       counted=True, ackreq=ackreq)
+            if ackreq:
+                qp.ackreq_psn = psn
+            qp.in_flight = in_flight
             qp.next_psn = (psn + 1) % PSN_MODULUS
-        self._arm(qpn, psn, deadline)
+            self._arm(qpn, psn, deadline)
+            return
+        entry = self.send_step(qpn, qp, psn, ev, req_id, last, rtx)
+        if entry is not None:
+            self._arm(qpn, psn, entry.deadline)
 
-    def _nack(self, qpn, qp, reason, psn, ev):
-        super()._nack(qpn, qp, reason, psn, ev)
+    def nack_step(self, qpn, qp, reason, psn, ev):
+        super().nack_step(qpn, qp, reason, psn, ev)
         entry = qp.entries.get(psn)
         if entry is not None:
             if entry.state == PsnState.WAIT_CACK:
@@ -329,14 +365,14 @@ class FastReliability(Reliability):
             elif entry.state == PsnState.WAIT_TIMER and entry.deadline > self.now:
                 self._arm(qpn, psn, entry.deadline)
 
-    def _sack(self, qpn, qp, sack):
+    def sack_step(self, qpn, qp, sack):
         cack_psn = sack.cack_psn
         if psn_diff(cack_psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
             return
         self.counters["sack"] += 1
         if sack.m == SackVerdict.SKIP_ONCE:
-            self._ev_event(qpn, sack.entropy, EvEvent.SKIP)
+            self.ev_event(qpn, sack.entropy, EvEvent.SKIP)
         # Outstanding PSN k (1..n) is cack + k, bit k - 1 of the QP's acked mask (the entries'
         # ``acked`` flags). A SACK that passed the check above acknowledges cumulatively
         # exactly k <= psn_diff(cack_psn, cack): psn_diff(cack + k, cack_psn) could only wrap
@@ -362,33 +398,37 @@ class FastReliability(Reliability):
             if 1 <= k <= n:
                 acked |= 1 << k - 1
         mask = self._acked.get(qpn, 0)
-        new = acked & ~mask & ~((1 << front) - 1)       # popped at once when below front
+        new = acked & ~mask
+        if self.profile == 1:
+            new &= ~((1 << front) - 1)                  # popped at once when below front
         while new:
             low = new & -new
             new ^= low
-            entries[(cack + low.bit_length()) % PSN_MODULUS].acked = True
+            psn = (cack + low.bit_length()) % PSN_MODULUS
+            self.acknowledge(qp, psn, entries[psn])
         mask |= acked
         run = (~mask & (mask + 1)).bit_length() - 1          # trailing ones: cack moves so far
         passed = [entries.pop((cack + k) % PSN_MODULUS) for k in range(1, run + 1)]
         self._acked[qpn] = mask >> run
         if passed:
             qp.cack = (cack + run) % PSN_MODULUS
-            self._limit(qpn, qp)
-            self._complete_passed(qpn, qp, passed)
+            if self.profile == 1:
+                self.emit_limit(qpn, qp)
+            self.complete_passed(qpn, qp, passed)
             if qpn in self._wait_cack:
                 self._wait_cack.discard(qpn)
                 for psn, entry in entries.items():      # in PSN order
                     if not entry.acked and entry.state == PsnState.WAIT_CACK:
-                        self._retx(qpn, psn, entry, RetxCause.CACK_MOVED)
+                        self.request_retx(qpn, qp, psn, entry, RetxCause.CACK_MOVED)
         if sack.pr:
-            self._probe_answer(qpn, sack)
+            self.answer_probe(qpn, sack)
 
     def tick(self):
         """One 1.024 us tick, as :meth:`Reliability.tick`, visiting only the PSNs due."""
         self.now += 1
         now = self.now
         if any(self.probes):
-            self._probe_timeouts(now)
+            self.probe_timeouts(now)
         due = self._wheel.pop(now, None)
         if due:
             by_qp = {}
@@ -401,10 +441,12 @@ class FastReliability(Reliability):
                 cack = qp.cack
                 for psn in sorted(by_qp[qpn], key=lambda p: (p - cack) % PSN_MODULUS):
                     entry = qp.entries.get(psn)
-                    if entry is not None and self._timer(qpn, qp, psn, entry, now):
+                    if entry is not None and self.timer_step(qpn, qp, psn, entry, now):
                         break
+                if not qp.error:
+                    self.after_input(qpn, qp)
         if any(self.probes):
-            self._probes_due(now)
+            self.probes_due(now)
 
 
 class LightSack(namedtuple("LightSack", [f.name for f in dataclass_fields(Sack)])):
@@ -426,14 +468,21 @@ class FastRxTracker(RxTracker):
     out (:meth:`arrive_fields`, :meth:`probe_fields`, :meth:`tick_fields`; the SACK as a
     :class:`LightSack`). Every input gives
     the verdict, SACK, NACK and next state of :func:`models.rx_tracker.on_arrival`,
-    :func:`~models.rx_tracker.on_probe` and :func:`~models.rx_tracker.on_tick`
-    (tests/test_fabric.py drives both with the same random inputs); a Write-with-Immediate, or
-    any packet while completions wait, goes through those functions themselves."""
+    :func:`~models.rx_tracker.on_probe` and :func:`~models.rx_tracker.on_tick`, for either
+    profile (tests/test_fabric.py drives both with the same random inputs); a
+    Write-with-Immediate, or any packet while completions wait, goes through those functions
+    themselves. A SACK travels on its trigger's path (docs/protocol.md 4.5): the data packet's
+    EV, the probe's, or for a timer SACK :attr:`last_ev`."""
 
-    def __init__(self, cack_psn, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT):
-        super().__init__(cack_psn, mpr=mpr, wimm_max=wimm_max)
+    def __init__(self, cack_psn, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT, profile=2,
+                 sack_bytes=SACK_BYTES_DEFAULT):
+        super().__init__(cack_psn, mpr=mpr, wimm_max=wimm_max, profile=profile,
+                         sack_bytes=sack_bytes)
         self.mpr = self.config.mpr
+        self.v2 = self.config.profile == 2
+        self.sack_bytes = self.config.sack_bytes
         self._ring = (1 << self.mpr) - 1
+        self._words = self.mpr // BITMAP_BITS
 
     @property
     def state(self):
@@ -441,7 +490,8 @@ class FastRxTracker(RxTracker):
                        placed_bytes=self.placed_bytes, since_sack=self.since_sack,
                        uncovered=self.uncovered, ticks=self.ticks, last_psn=self.last_psn,
                        last_ev=self.last_ev, last_ce=self.last_ce, wimm_waiting=self.wimm_waiting,
-                       error=self.error)
+                       error=self.error, ce_pending=self.ce_pending, ce_ev=self.ce_ev,
+                       rep=self.rep, ackreq_psn=self.ackreq_psn)
 
     @state.setter
     def state(self, state):
@@ -457,6 +507,10 @@ class FastRxTracker(RxTracker):
         self.last_ce = state.last_ce
         self.wimm_waiting = state.wimm_waiting
         self.error = state.error
+        self.ce_pending = state.ce_pending
+        self.ce_ev = state.ce_ev
+        self.rep = state.rep
+        self.ackreq_psn = state.ackreq_psn
 
     @property
     def cack_psn(self):
@@ -466,22 +520,24 @@ class FastRxTracker(RxTracker):
 
     def arrive(self, arrival):
         if arrival.opcode in IMM_OPCODES or self.wimm_waiting:
-            return self._step(on_arrival, arrival)
+            return self.step(on_arrival, arrival)
         return self._result(self.arrive_fields(
             arrival.psn, arrival.ev, arrival.ecn, arrival.dscp, arrival.ackreq, arrival.rtx,
-            arrival.opcode, arrival.payload_length, arrival.access_ok))
+            arrival.opcode, arrival.payload_length, arrival.access_ok), arrival.ev)
 
     def probe(self, probe):
-        return self._result(self.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp))
+        return self._result(self.probe_fields(probe.ev, probe.probe_id, probe.ecn, probe.dscp),
+                            probe.ev)
 
     def tick(self):
-        return self._result(self.tick_fields())
+        return self._result(self.tick_fields(), self.last_ev)
 
     @staticmethod
-    def _result(answer):
+    def _result(answer, path_ev):
         verdict, sack, nack = answer
         return RxResult(verdict, placed=verdict == Verdict.PLACED,
-                        sack=None if sack is None else sack.sack(), nack=nack)
+                        sack=None if sack is None else sack.sack(), nack=nack,
+                        path_ev=None if sack is None else path_ev)
 
     # --- the fast entry points -------------------------------------------------------------------
 
@@ -489,7 +545,7 @@ class FastRxTracker(RxTracker):
         """One data packet: ``(verdict, SACK or None, Nack or None)``, the SACK a
         :class:`LightSack` (a :class:`models.rx_tracker.Sack` from the pure functions)."""
         if opcode in IMM_OPCODES or self.wimm_waiting:
-            result = self._step(on_arrival, Arrival(
+            result = self.step(on_arrival, Arrival(
                 psn=psn, ev=ev, ecn=ecn, dscp=dscp, ackreq=ackreq, rtx=rtx, opcode=opcode,
                 payload_length=payload, access_ok=access_ok))
             return result.verdict, result.sack, result.nack
@@ -505,9 +561,10 @@ class FastRxTracker(RxTracker):
             return Verdict.OUT_OF_WINDOW, None, Nack(NackReason.PSN_OOR_WINDOW, psn, ev)
         ce = ecn == Ecn.CE
         if ahead <= 0 or self.bitmap >> psn % mpr & 1:
-            sack = self._sack(psn, ev, ce)
             counters[Verdict.DUPLICATE] += 1
-            return Verdict.DUPLICATE, sack, None
+            if self.v2:
+                return Verdict.DUPLICATE, self._sack_v2(psn, ev, ahead <= 0, 0), None
+            return Verdict.DUPLICATE, self._sack(psn, ev, ce), None
         if dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP:
             reason = NackReason.TRIMMED if dscp == Dscp.TRIMMED else NackReason.TRIMMED_LASTHOP
             counters[Verdict.TRIMMED] += 1
@@ -525,7 +582,7 @@ class FastRxTracker(RxTracker):
             run = (~rotated & (rotated + 1)).bit_length() - 1
             passed = (1 << run) - 1
             bitmap &= ~((passed << start | passed >> (mpr - start)) & ring)
-            self.cack = (cack + run) % PSN_MODULUS
+            cack = self.cack = (cack + run) % PSN_MODULUS
         self.bitmap = bitmap
         out_of_order = ahead > 1
         self.ooo_count = (self.ooo_count + out_of_order) % OOO_MODULUS
@@ -534,6 +591,27 @@ class FastRxTracker(RxTracker):
         self.last_ev = ev
         self.last_ce = ce
         counters[Verdict.PLACED] += 1
+        if self.v2:
+            count = self.since_sack + (payload if payload > COALESCE_UNIT else COALESCE_UNIT)
+            self.since_sack = count
+            if ce:
+                self.ce_pending = True
+                self.ce_ev = ev
+            passed = False
+            if ackreq:
+                mark = self.ackreq_psn
+                if mark is None or (psn - mark + _PSN_HALF) % PSN_MODULUS > _PSN_HALF:
+                    self.ackreq_psn = psn
+            mark = self.ackreq_psn
+            if mark is not None and (cack - mark + _PSN_HALF) % PSN_MODULUS >= _PSN_HALF:
+                self.ackreq_psn = None
+                passed = True
+            if rtx or ackreq or passed or count >= self.sack_bytes:
+                return Verdict.PLACED, self._sack_v2(psn, ev, False, 0), None
+            if not self.uncovered:
+                self.uncovered = True
+                self.ticks = 0
+            return Verdict.PLACED, None, None
         count = self.since_sack + 1
         if out_of_order or ce or rtx or ackreq or run > 1 or count >= SACK_EVERY:
             return Verdict.PLACED, self._sack(psn, ev, ce), None
@@ -549,8 +627,16 @@ class FastRxTracker(RxTracker):
             self.counters[Verdict.QP_ERROR] += 1
             return Verdict.QP_ERROR, None, None
         skip = ecn == Ecn.CE or dscp == Dscp.TRIMMED or dscp == Dscp.TRIMMED_LASTHOP
-        sack = self._sack(self.cack, ev, skip, pr=1, probe_id=probe_id)
         self.counters[Verdict.PROBE] += 1
+        if self.v2:
+            cack = self.cack
+            base = (cack + 1) % PSN_MODULUS & _BLOCK_MASK
+            return Verdict.PROBE, LightSack(
+                cack, 0, (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF,
+                self._block_bits(base), self.mpr // MPR_UNIT,
+                SackVerdict.SKIP_ONCE if skip else SackVerdict.NONE, 1, ev, probe_id,
+                self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), 0), None
+        sack = self._sack(self.cack, ev, skip, pr=1, probe_id=probe_id)
         return Verdict.PROBE, sack, None
 
     def tick_fields(self):
@@ -561,11 +647,81 @@ class FastRxTracker(RxTracker):
         if self.ticks + 1 < COALESCE_TICKS:
             self.ticks += 1
             return Verdict.TICK, None, None
+        if self.v2:
+            return Verdict.TICK, self._sack_v2(self.last_psn, self.last_ev, False, 1), None
         return Verdict.TICK, self._sack(self.last_psn, self.last_ev, self.last_ce), None
 
+    def _block_bits(self, base):
+        """Profile 2: the SACK bitmap of the aligned block at ``base`` (bit 63 = base): PSNs at
+        or below cack_psn set, the others from the receive ring (``base`` within the blocks
+        from the one holding cack_psn + 1 to the one holding cack_psn + MPR)."""
+        cack = self.cack
+        c = (cack + 1) % BITMAP_BITS              # offset of cack_psn + 1 in its block
+        low = (1 << c) - 1
+        word = (base % self.mpr) // BITMAP_BITS
+        bits = self.bitmap >> word * BITMAP_BITS & _MASK64
+        ahead = (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if ahead <= 0:                            # the block holding cack_psn + 1
+            bits = bits & ~low | low
+        elif c and ahead > self.mpr - BITMAP_BITS:  # the last block, sharing the first's word
+            bits &= low
+        return int(f"{bits:064b}"[::-1], 2) if bits else 0
+
+    def _sack_v2(self, trigger, ev, dup_behind, tm):
+        """Profile 2: the SACK with ``pr`` = 0 for a trigger (as ``_sack_v2`` of the model):
+        the rotation's block (docs/protocol.md 2.1), the pending CE verdict; the coalescing
+        state is reset."""
+        cack = self.cack
+        mpr = self.mpr
+        first = (cack + 1) % PSN_MODULUS & _BLOCK_MASK
+        c = (cack + 1) % BITMAP_BITS
+        blocks = self._words + (1 if c else 0)
+        bitmap = self.bitmap
+        words = self._words
+        w0 = (first % mpr) // BITMAP_BITS
+        rep_k = ((self.rep - first + _PSN_HALF) % PSN_MODULUS - _PSN_HALF) // BITMAP_BITS
+        chosen = first_live = None
+        if bitmap:
+            low = (1 << c) - 1
+            for k in range(blocks):
+                word = bitmap >> ((w0 + k) % words) * BITMAP_BITS & _MASK64
+                if word and c:
+                    if k == 0:
+                        word &= ~low
+                    elif k == blocks - 1:
+                        word &= low
+                if word:
+                    if first_live is None:
+                        first_live = k
+                    if k > rep_k:
+                        chosen = k
+                        break
+        if chosen is None:
+            chosen = first_live
+        if chosen is not None:
+            base = (first + chosen * BITMAP_BITS) % PSN_MODULUS
+        elif 0 < (trigger - cack) % PSN_MODULUS < _PSN_HALF:
+            base = trigger & _BLOCK_MASK
+        else:
+            base = first
+        self.rep = base
+        offset = 0 if dup_behind else (trigger - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF
+        if self.ce_pending:
+            m, entropy = SackVerdict.SKIP_ONCE, self.ce_ev
+            self.ce_pending = False
+            self.ce_ev = 0
+        else:
+            m, entropy = SackVerdict.NONE, ev
+        self.since_sack = 0
+        self.uncovered = False
+        self.ticks = 0
+        return LightSack(cack, offset, (base - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF,
+                         self._block_bits(base), mpr // MPR_UNIT, m, 0, entropy, 0,
+                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), tm)
+
     def _sack(self, trigger, ev, skip, pr=0, probe_id=0):
-        """The SACK of the state for ``trigger`` (as ``_make_sack``); the state is then SACKed
-        (the count of 4 restarts, the timer stops)."""
+        """Profile 1: the SACK of the state for ``trigger`` (as ``_make_sack``); the state is
+        then SACKed (the count of 4 restarts, the timer stops)."""
         cack = self.cack
         mpr = self.mpr
         offset = max((trigger - cack + _PSN_HALF) % PSN_MODULUS - _PSN_HALF, _OFFSET_MIN)
@@ -592,7 +748,7 @@ class FastRxTracker(RxTracker):
         self.ticks = 0
         return LightSack(cack, offset, sack_offset, bitmap, mpr // MPR_UNIT,
                          SackVerdict.SKIP_ONCE if skip else SackVerdict.NONE, pr, ev, probe_id,
-                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24))
+                         self.ooo_count, (self.placed_bytes >> PLACED_UNIT_SHIFT) % (1 << 24), 0)
 
 
 class _LivePlane:
@@ -691,12 +847,25 @@ class FastEvTable(EvTable):
         return ()
 
     def choose(self, qpn, room, avoid_ev=None):
+        """:meth:`EvTable.choose`: with an EV to avoid, profile 2 hides its path, then only
+        the EV, then nothing (:func:`models.spray.avoidance_levels`); profile 1 only the EV."""
         live = self._live_qp(qpn)
         if live is None:
             self.qp(qpn)                # refused: not configured
+        ok = room & self._up_mask
+        if avoid_ev is None:
+            return self._choose_live(qpn, live, ok, None, -1)
+        if self.profile == 1:
+            return self._choose_live(qpn, live, ok, avoid_ev, -1)
+        return self._choose_live(qpn, live, ok, None, avoid_ev & _EV_PATH_BITS) or \
+            self._choose_live(qpn, live, ok, avoid_ev, -1) or \
+            self._choose_live(qpn, live, ok, None, -1)
+
+    def _choose_live(self, qpn, live, ok, avoid_ev, avoid_path):
+        """The choice with the slots holding ``avoid_ev``, or whose EV[11:0] (plane and T1)
+        is ``avoid_path``, invisible; None when nothing is choosable (nothing changes)."""
         planes = live.planes
         n = len(planes)
-        ok = room & self._up_mask
         for k in range(n):
             p = (live.plane_pointer + k) % n
             if not ok >> p & 1:
@@ -711,7 +880,10 @@ class FastEvTable(EvTable):
                 position = (pointer + r) % a
                 slot = position ^ mask
                 state = states[slot]
-                if state > _SKIP or evs[slot] == avoid_ev:
+                if state > _SKIP:
+                    continue
+                ev = evs[slot]
+                if ev == avoid_ev or ev & _EV_PATH_BITS == avoid_path:
                     continue
                 if state == _GOOD:
                     found = position, slot
@@ -743,6 +915,8 @@ class SendQp:
         self.flow = flow
         self.next_psn = start_psn
         self.psn_limit = start_psn
+        self.credit = 0                # profile 2: WINDOW_ROOM.credit (places granted)
+        self.sends = 0                 # profile 2: data packets sent, modulo 2^16
         self.backlog = deque()         # messages not posted yet (the host's queue)
         self.posted = 0                # work requests posted and not completed
         self.messages = deque()        # posted, not yet fully cut into packets
@@ -758,12 +932,14 @@ class RecvQp:
     """Receiver state of one QP: the receive tracker and the memory region (VA ``base``,
     ``size`` bytes, R_Key ``rkey``)."""
 
-    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, mpr, size, bytes_mode):
+    def __init__(self, qpn, peer, peer_qpn, flow, start_psn, mpr, size, bytes_mode, profile=2,
+                 sack_bytes=SACK_BYTES_DEFAULT):
         self.qpn = qpn
         self.peer = peer
         self.peer_qpn = peer_qpn
         self.flow = flow
-        self.tracker = FastRxTracker(psn_add(start_psn, -1), mpr=mpr)
+        self.tracker = FastRxTracker(psn_add(start_psn, -1), mpr=mpr, profile=profile,
+                                     sack_bytes=sack_bytes)
         self.rkey = region_rkey(qpn)
         self.base = region_base(qpn)
         self.size = size
@@ -822,10 +998,11 @@ class NicPort:
 class Nic:
     """One host's model NIC (see the module docstring). ``network`` is a
     :class:`models.fabric_net.Network`; ``send_qps`` the number of sender QPs it will have;
-    ``bytes_mode`` builds and parses real frames; ``bin_ps`` the bin of its goodput timeline."""
+    ``bytes_mode`` builds and parses real frames; ``bin_ps`` the bin of its goodput timeline,
+    ``series_ps`` the bin of the goodput series of metrics.md (default 2 us)."""
 
     def __init__(self, host, network, config, send_qps=1, bytes_mode=False,
-                 bin_ps=10 * PS_PER_US):
+                 bin_ps=10 * PS_PER_US, series_ps=2 * PS_PER_US):
         self.host = host
         self.network = network
         self.topology = topo = network.topology
@@ -839,12 +1016,16 @@ class Nic:
         network.attach(host, self, self.ports)
         for p, port in enumerate(self.ports):
             port.wire = network.host_wire(host, p)
+        self.v2 = config.profile == 2
         self.table = FastEvTable(topo.planes, topo.t1s, slots=config.slots,
-                                 backup=config.backup, ev_min_active=config.ev_min_active)
+                                 backup=config.backup, ev_min_active=config.ev_min_active,
+                                 profile=config.profile)
+        # Profile 2: metadata for the whole PSN range of limit (a) (docs/protocol.md 10,
+        # point 13); profile 1: for the PSN window.
         self.reliability = FastReliability(
-            n_qps=max(1, send_qps), ring=min(config.w_max, config.mpr),
+            n_qps=max(1, send_qps), ring=config.mpr if self.v2 else min(config.w_max, config.mpr),
             probe_entries=config.probe_entries, wr_depth=config.wr_depth,
-            timer_bits=config.timer_bits())
+            timer_bits=config.timer_bits(), profile=config.profile)
         # The block's output lists (emptied in place) with their handlers, in stream order.
         self._handlers = tuple(zip((self.reliability.out[s] for s in STREAMS),
                                    (self._on_retx, self._on_limit, self._on_retire,
@@ -857,6 +1038,8 @@ class Nic:
         self.ev_log = []               # (time, sender QPN, EV, kind)
         self.bin_ps = bin_ps
         self.timeline = {}             # bin -> payload bytes placed
+        self.series_ps = series_ps
+        self.series = {}               # series bin (metrics.md) -> payload bytes placed
         self.on_data = None            # hook (nic, packet) called for every data packet sent
         self._wake_pending = False
         self._scheduling = False
@@ -893,8 +1076,9 @@ class Nic:
     def add_recv_qp(self, peer, peer_qpn, flow, start_psn, size):
         """A receiver QP for ``peer``'s sender QP ``peer_qpn``; returns its QPN."""
         qpn = len(self.recv_qps)
-        self.recv_qps.append(RecvQp(qpn, peer, peer_qpn, flow, start_psn, self.config.mpr, size,
-                                    self.bytes_mode))
+        cfg = self.config
+        self.recv_qps.append(RecvQp(qpn, peer, peer_qpn, flow, start_psn, cfg.mpr, size,
+                                    self.bytes_mode, cfg.profile, cfg.sack_bytes))
         return qpn
 
     def post(self, qpn, message):
@@ -958,12 +1142,16 @@ class Nic:
             # its window; a QP whose choice fails is left out (per kind) for this round.
             count = len(qps)
             no_retx = no_new = 0
+            v2 = self.v2
             while True:
                 pointer = self.pointer
                 for k in range(count):
                     q = (pointer + k) % count
                     qp = qps[q]
                     if qp.error:
+                        continue
+                    # Profile 2, limit (b): every data packet needs window room (credit).
+                    if v2 and not 0 < (qp.credit - qp.sends) % _CREDITS < _CREDITS >> 1:
                         continue
                     is_retx = bool(qp.retx) and not no_retx >> q & 1
                     if is_retx or (qp.messages and not no_new >> q & 1 and
@@ -1018,7 +1206,13 @@ class Nic:
     def _send_data(self, qp, psn, choice, room, rtx):
         message, offset, length, opcode = qp.by_psn[psn]
         now = self.loop.now
-        packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx)
+        ackreq = opcode in _ACKREQ
+        if self.v2:
+            qp.sends = (qp.sends + 1) % _CREDITS
+            if not ackreq:
+                ackreq = self.reliability.ackreq_due(qp.qpn)
+        packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx,
+                                   ackreq)
         packet.sent = now
         counters = self.counters
         counters["data_sent"] += 1
@@ -1049,7 +1243,7 @@ class Nic:
             da = paths[ev & _EV_PATH_BITS] = self.topology.carrier(ev, self.host, peer)
         return da
 
-    def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx):
+    def _data_packet(self, qp, choice, psn, message, offset, length, opcode, rtx, ackreq):
         ev = choice.ev
         da = self._carrier(ev, qp.peer)
         va = region_base(qp.peer_qpn) + message.offset + offset
@@ -1060,7 +1254,7 @@ class Nic:
                 self._addresses(choice.plane, qp.peer, da), opcode=opcode, ev=ev,
                 dest_qpn=qp.peer_qpn, psn=psn, rqmsn=0, msn=message.req_id & 0xFFFF, va=va,
                 rkey=region_rkey(qp.peer_qpn), dma_length=message.length,
-                payload=qp.flow.buffer[start:start + length], rtx=int(rtx))
+                payload=qp.flow.buffer[start:start + length], rtx=int(rtx), ackreq=ackreq)
             frame = build_frame(hdr, payload)
         size = _FRAME_BYTES.get((opcode, length))
         if size is None:
@@ -1068,7 +1262,7 @@ class Nic:
         return Packet(size, da, HOP_LIMIT_DEFAULT,            # fields in order (see Packet)
                       Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE, Ecn.ECT0, frame,
                       self.host, qp.peer, choice.plane, opcode, qp.peer_qpn, psn, ev, length,
-                      int(opcode in _ACKREQ), int(rtx), va)
+                      int(ackreq), int(rtx), va)
 
     def _addresses(self, plane, peer, da):
         return Addresses(eth_dst=port_mac(plane, 0xFFFF), eth_src=port_mac(plane, self.host),
@@ -1078,12 +1272,25 @@ class Nic:
     def _send_control(self, opcode, qpn, peer, ev, info):
         """A SACK, NACK or probe (``info``: its Sack, Nack or probe id) to host ``peer``'s QP
         ``qpn``, on the path of ``ev``: the reverse path of the packet it answers (4.5) or the
-        EV under test."""
+        EV under test. Profile 2 (docs/protocol.md 4.6): an answer whose plane is down here
+        goes on the next plane that is up, in cyclic plane order, with the same j (its EV's
+        plane field rewritten, docs/protocol.md 10, point 7); with none up, or for a probe
+        (profile 1: anything), it is dropped and counted."""
         plane = ev & 0xF
         port = self.ports[plane]
+        entropy = ev
         if not port.up:
-            self.counters["control_dropped_port_down"] += 1
-            return
+            planes = len(self.ports)
+            moved = None
+            if self.v2 and opcode != Opcode.PROBE:
+                moved = next((p % planes for p in range(plane + 1, plane + planes)
+                              if self.ports[p % planes].up), None)
+            if moved is None:
+                self.counters["control_dropped_port_down"] += 1
+                return
+            self.counters["control_rerouted"] += 1
+            plane, port = moved, self.ports[moved]
+            ev = ev & ~0xF | moved
         da = self._carrier(ev, peer)
         frame = None
         if opcode == Opcode.SACK:
@@ -1094,13 +1301,14 @@ class Nic:
                                      ack_psn_offset=info.ack_psn_offset,
                                      sack_offset=info.sack_offset, sack_bitmap=info.sack_bitmap,
                                      pr=info.pr, probe_id=info.probe_id,
-                                     ooo_count=info.ooo_count, placed_256=info.placed_256)
+                                     ooo_count=info.ooo_count, placed_256=info.placed_256,
+                                     entropy=info.entropy, tm=info.tm)
                 frame = build_frame(hdr)
         elif opcode == Opcode.NACK:
             size, dscp, ecn = NACK_BYTES, Dscp.CONTROL, Ecn.NOT_ECT
             if self.bytes_mode:
-                hdr, _ = nack_packet(self._addresses(plane, peer, da), ev=ev, dest_qpn=qpn,
-                                     reason=info.reason, nack_psn=info.psn)
+                hdr, _ = nack_packet(self._addresses(plane, peer, da), ev=info.ev,
+                                     dest_qpn=qpn, reason=info.reason, nack_psn=info.psn)
                 frame = build_frame(hdr)
         else:
             size, dscp, ecn = PROBE_BYTES, Dscp.TRIMMABLE, Ecn.ECT0
@@ -1219,15 +1427,17 @@ class Nic:
             now = flow.last_placed = self.loop.now
             k = now // self.bin_ps
             self.timeline[k] = self.timeline.get(k, 0) + packet.payload
+            k = now // self.series_ps
+            self.series[k] = self.series.get(k, 0) + packet.payload
         elif verdict == Verdict.DUPLICATE:
             counters["duplicates"] += 1
         elif verdict == Verdict.TRIMMED:
             counters["trimmed_received"] += 1
         elif verdict == Verdict.OUT_OF_WINDOW:
             counters["out_of_window"] += 1
-        if sack is not None:
+        if sack is not None:            # on the trigger's path (docs/protocol.md 4.5)
             counters["sacks_sent"] += 1
-            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
+            self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, packet.ev, sack)
         if nack is not None:
             counters["nacks_sent"] += 1
             self._send_control(Opcode.NACK, qp.peer_qpn, qp.peer, nack.ev, nack)
@@ -1276,9 +1486,10 @@ class Nic:
         for qp in self.recv_qps:
             if qp.tracker.uncovered:
                 _, sack, _ = qp.tracker.tick_fields()
-                if sack is not None:
+                if sack is not None:        # on the path of its trigger, the last accepted
                     self.counters["sacks_sent"] += 1
-                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, sack.entropy, sack)
+                    self._send_control(Opcode.SACK, qp.peer_qpn, qp.peer, qp.tracker.last_ev,
+                                       sack)
         if self.send_qps:
             self.reliability.tick()
             self._drain()
@@ -1304,7 +1515,12 @@ class Nic:
         self.wake()
 
     def _on_limit(self, record):
-        self.send_qps[record["qpn"]].psn_limit = record["psn_limit"]
+        """PSN_LIMIT (profile 1) or WINDOW_ROOM (profile 2: the PSN limit and the credit)."""
+        qp = self.send_qps[record["qpn"]]
+        qp.psn_limit = record["psn_limit"]
+        credit = record.get("credit")
+        if credit is not None:
+            qp.credit = credit
         self.wake()
 
     def _on_retire(self, record):

@@ -126,7 +126,7 @@ IMMDT = Header("immdt", [("imm", 32)])
 # SACK extension header (docs/protocol.md 2.1, bytes 0-27). ack_psn_offset and sack_offset are signed.
 SETH = Header("seth", [
     ("rsvd0", 8),
-    ("rsvd1", 1), ("m", 2), ("rsvd2", 3), ("pr", 1), ("rsvd3", 1),
+    ("rsvd1", 1), ("m", 2), ("rsvd2", 3), ("pr", 1), ("tm", 1),   # tm: (v2) timer SACK
     ("ack_psn_offset", 16),
     ("entropy", 32),
     ("probe_id", 16),

@@ -150,11 +150,12 @@ def _tx_header(addr, *, ev, opcode, dest_qpn, dscp, ecn, ext, ackreq=0, rtx=0, p
 
 
 def data_packet(addr, *, opcode, ev, dest_qpn, psn, rqmsn, msn, va, rkey, dma_length,
-                payload=b"", imm=None, rtx=0):
+                payload=b"", imm=None, rtx=0, ackreq=None):
     """One RDMA Write packet (docs/protocol.md section 1): ``(tx_header_dict, payload)``.
 
     ``opcode`` is one of the six Write opcodes; ``imm`` is required for the two with ImmDt and
-    refused for the others. AckReq is 1 on the last packet of a message (LAST and ONLY opcodes).
+    refused for the others. AckReq is 1 on the last packet of a message (LAST and ONLY opcodes),
+    or as ``ackreq`` says when given ((v2) the sender's half-window rule, docs/protocol.md 5).
     A retransmission (``rtx`` = 1) sets BTH.RTX and DSCP TRIMMABLE_RETX, a first transmission DSCP
     TRIMMABLE; both carry ECT(0). ``payload`` is 0..:data:`PMTU_MAX` bytes (pad is added by
     :func:`build_frame`).
@@ -172,17 +173,21 @@ def data_packet(addr, *, opcode, ev, dest_qpn, psn, rqmsn, msn, va, rkey, dma_le
         ext += IMMDT.pack(imm=imm)
     dscp = Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE
     hdr = _tx_header(addr, ev=ev, opcode=opcode, dest_qpn=dest_qpn, dscp=dscp, ecn=Ecn.ECT0,
-                     ext=ext, ackreq=int(opcode in _ACKREQ_OPCODES), rtx=rtx, psn=psn,
+                     ext=ext, ackreq=int(opcode in _ACKREQ_OPCODES) if ackreq is None
+                     else int(ackreq), rtx=rtx, psn=psn,
                      length=len(payload))
     return hdr, bytes(payload)
 
 
 def sack_packet(addr, *, ev, dest_qpn, cack_psn, mpr, m=SackVerdict.NONE, ack_psn_offset=0,
-                sack_offset=0, sack_bitmap=0, pr=0, probe_id=0, ooo_count=0, placed_256=0):
+                sack_offset=0, sack_bitmap=0, pr=0, probe_id=0, ooo_count=0, placed_256=0,
+                entropy=None, tm=0):
     """One SACK (docs/protocol.md 2.1): ``(tx_header_dict, b"")``.
 
     ``ev`` is the trigger's EV: it is echoed in ``entropy`` and sets the path fields (the SACK goes
-    back on the trigger's path). ``mpr`` is the wire field (window / 128 PSNs). ``m`` is NONE or
+    back on the trigger's path); (v2) ``entropy``, when given, is the EV the verdict is about
+    instead (2.1, "Path verdict"), and ``tm`` flags a timer SACK. ``mpr`` is the wire field
+    (window / 128 PSNs). ``m`` is NONE or
     SKIP_ONCE (ALWAYS_SKIP is never sent, docs/protocol.md 2.1). ``pr`` = 1 (a probe answer, see
     :func:`probe_answer`) needs ``ack_psn_offset`` 0; ``pr`` = 0 needs ``probe_id`` 0. The offsets
     are signed 16-bit; ``sack_offset``/``sack_bitmap`` usually come from :func:`sack_bitmap`.
@@ -199,7 +204,8 @@ def sack_packet(addr, *, ev, dest_qpn, cack_psn, mpr, m=SackVerdict.NONE, ack_ps
     for name, value in (("ack_psn_offset", ack_psn_offset), ("sack_offset", sack_offset)):
         if not -(1 << 15) <= value < 1 << 15:
             raise ValueError(f"{name} = {value} is not a signed 16-bit value")
-    ext = SETH.pack(m=m, pr=pr, ack_psn_offset=ack_psn_offset, entropy=ev, probe_id=probe_id,
+    ext = SETH.pack(m=m, pr=pr, tm=tm, ack_psn_offset=ack_psn_offset,
+                    entropy=ev if entropy is None else entropy, probe_id=probe_id,
                     cack_psn=cack_psn, mpr=mpr, sack_offset=sack_offset,
                     sack_bitmap=sack_bitmap) + \
         CC_STATE.pack(ooo_count=ooo_count, placed_256=placed_256)

@@ -16,7 +16,7 @@ Nothing here imports cocotb, Amaranth or scapy.
 from .layouts import MAX_EXT_BYTES
 
 __all__ = [
-    "Record", "TX_HEADER", "TX_PACKET", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT",
+    "Record", "TX_HEADER", "TX_PACKET", "WORK_REQUEST", "SEND_RECORD", "RETX_REQUEST", "RETIRE", "PSN_LIMIT", "WINDOW_ROOM",
     "CONTROL_RECORD", "FEEDBACK_RECORD", "EV_EVENT", "EV_MARKED", "COMPLETION", "RX_META",
     "RX_EVENT", "RX_VERDICT", "RxVerdict", "PLACE_COMMAND",
     "SPRAY_REQUEST", "SPRAY_ANSWER", "PLANE_FRAME", "EvEvent", "RetxCause", "CompletionStatus", "FrameUser", "ext_to_int", "int_to_ext",
@@ -141,7 +141,18 @@ RETIRE = Record("retire", [("qpn", QPN_WIDTH), ("req_id", 16)],
                 doc="A work request fully acknowledged: the transmit engine may free it.")
 
 PSN_LIMIT = Record("psn_limit", [("qpn", QPN_WIDTH), ("psn_limit", 24)],
-                   doc="New PSNs of the QP stop at psn_limit (exclusive), the sender window edge.")
+                   doc="""Profile 1 (what the RTL implements today): new PSNs of the QP stop at
+psn_limit (exclusive), the sender window edge.""")
+
+WINDOW_ROOM = Record("window_room", [("qpn", QPN_WIDTH), ("psn_limit", 24), ("credit", 16)],
+                     doc="""Profile 2 (docs/protocol.md 5, sender limits (a) and (b)): the
+window room of QP `qpn`. New PSNs stop at `psn_limit` (exclusive, limit (a): cack_psn + 1 + MPR,
+or the next PSN once the QP is in error). `credit` counts, modulo 2^16, the window places the
+reliability block has granted since set-up: W_max at set-up, plus one each time a PSN leaves
+flight (taken as received, or its retransmission requested). The transmit side counts the data
+packets it sends (new and retransmissions, modulo 2^16) and may send one more while that count
+is below `credit` in serial order (limit (b)). A record goes out at set-up and whenever either
+field changes.""")
 
 CONTROL_RECORD = Record("control_record", [
     ("qpn", QPN_WIDTH), ("opcode", 8), ("ev", 32), ("ext", EXT_WIDTH),
@@ -197,6 +208,7 @@ class RetxCause:
     TIMEOUT = 2
     FLUSHED = 3
     CACK_MOVED = 4
+    PATH_LOST = 5        # (v2) declared lost with its path at another PSN's timeout (4.4)
 
 
 class CompletionStatus:
@@ -204,6 +216,7 @@ class CompletionStatus:
     QP_ERROR = 1
     RETRY_EXCEEDED = 2
     WIMM_OVERFLOW = 3
+    FLUSHED = 4          # (v2) completed by a QP reset (docs/protocol.md 5)
 
 
 class FrameUser:
@@ -282,5 +295,6 @@ owns no payload beats.""")
 
 
 ALL_RECORDS = (TX_HEADER, TX_PACKET, WORK_REQUEST, SEND_RECORD, RETX_REQUEST, RETIRE, PSN_LIMIT,
+               WINDOW_ROOM,
                CONTROL_RECORD, FEEDBACK_RECORD, EV_EVENT, EV_MARKED, COMPLETION, RX_META,
                SPRAY_REQUEST, SPRAY_ANSWER, PLANE_FRAME, RX_EVENT, RX_VERDICT, PLACE_COMMAND)

@@ -96,6 +96,33 @@ Timers: ``k`` is the QP's timeout exponent, used as ``min(k, timer_bits - 1)``; 
 is taken modulo ``2^timer_bits`` with 0 meaning ``2^timer_bits`` (the RTL keeps deadlines modulo
 ``2^timer_bits``, so every deadline is less than that many ticks ahead).
 
+**Two profiles.** ``profile`` (2 by default) selects the rules above and below. Profile 1 is
+what ``rtl/reliability.py`` implements today (its benches build :class:`ReliabilityV1`): the
+rules above as written. Profile 2 (docs/protocol.md 4.4, 5) changes these:
+
+- Window: limit (a), new PSNs stay below ``psn_limit = cack_psn + 1 + min(mpr, ring)``; limit
+  (b), fewer than ``w_max`` PSNs in flight, counted per PSN by its latest copy: a PSN takes a
+  place at each send of a copy (new or retransmission) and gives it back when a SACK takes it
+  as received or when its retransmission is requested (a NACK TRIMMED/TRIMMED_LASTHOP, its own
+  timeout, the loss of its path, a plane flush; a PSN NACKed NO_PKT_BUFFER or PSN_OOR_WINDOW
+  keeps its place while it waits, and gives it back when its retransmission is requested:
+  docs/protocol.md 10, point 14). The ``limit`` stream carries WINDOW_ROOM records
+  (``psn_limit`` and ``credit``: the places granted since set-up, modulo 2^16, starting at
+  ``w_max``); one goes out at set-up and after any input or tick that changed either field.
+  The transmit side counts every data packet it sends against ``credit``; a send record the
+  block does not put in flight (stale, bad) gives its credit back at once. A QP error closes the
+  room at ``psn_limit = next_psn``.
+- AckReq (:meth:`Reliability.ackreq_due`): a data packet carries AckReq by the half-window rule
+  when, after its send, ceil(W_max / 2) or more PSNs are in flight and no packet that carried
+  AckReq by this rule is still in flight; the block marks the entry when it takes the send
+  record (``PsnEntry.ackreq``), and the transmit side asks the same question before it sends.
+- Timeout (4.4): the PSN's own timeout (charged to its retry count, BAD event as before) also
+  declares lost every other PSN of the QP in flight whose latest copy went on the same path
+  (plane, j): all of them are requested again in PSN order (the others with cause PATH_LOST,
+  not charged), their timers cancelled, in the same tick step.
+- QP reset (:meth:`Reliability.reset`): pending work requests complete with FLUSHED, then a
+  fresh set-up.
+
 Nothing here imports cocotb, Amaranth or scapy.
 """
 
@@ -105,12 +132,14 @@ from dataclasses import dataclass
 from .layouts import NETH, PETH, NackReason, Opcode, SackVerdict
 from .records import (CompletionStatus, EvEvent, Record, RetxCause, ext_to_int, int_to_ext)
 from .rx_tracker import PSN_MODULUS, Sack, psn_add, psn_diff
+from .spray import ev_path
 
 __all__ = [
-    "Source", "TRACE", "PsnState", "QpConfig", "Reliability", "COUNTERS", "STREAMS",
-    "CLEAN_ANSWERS", "PROBE_ID_BITS", "K_BITS", "RETRY_BITS", "W_BITS", "DEFAULT_RING",
-    "DEFAULT_PROBE_ENTRIES", "DEFAULT_WR_DEPTH", "DEFAULT_TIMER_BITS", "window_of",
-    "timeout_ticks", "period_ticks",
+    "Source", "TRACE", "PsnState", "QpConfig", "Reliability", "ReliabilityV1", "PsnEntry",
+    "COUNTERS", "STREAMS", "CLEAN_ANSWERS", "PROBE_ID_BITS", "K_BITS", "RETRY_BITS", "W_BITS",
+    "CREDIT_MODULUS", "DEFAULT_RING", "DEFAULT_PROBE_ENTRIES", "DEFAULT_WR_DEPTH",
+    "DEFAULT_TIMER_BITS", "window_of", "psn_range_of", "ackreq_threshold", "timeout_ticks",
+    "period_ticks",
 ]
 
 CLEAN_ANSWERS = 3            # probe answers with m = NONE in a row that recover an EV
@@ -118,13 +147,15 @@ PROBE_ID_BITS = 16
 K_BITS = 4                   # the timeout exponent register
 RETRY_BITS = 4               # the retry_limit register
 W_BITS = 16                  # the w_max and mpr registers
+CREDIT_MODULUS = 1 << 16     # WINDOW_ROOM.credit and the transmit side's count of sends
 DEFAULT_RING = 64
 DEFAULT_PROBE_ENTRIES = 8
 DEFAULT_WR_DEPTH = 16
 DEFAULT_TIMER_BITS = 10
 _TICK_MODULUS = 1 << 32      # the tick count of the trace (the model's count does not wrap)
 
-# Output streams, in the order of the RTL's ports.
+# Output streams, in the order of the RTL's ports. "limit" carries PSN_LIMIT records in profile 1
+# and WINDOW_ROOM records in profile 2 (models/records.py).
 STREAMS = ("retx", "limit", "retire", "cpl", "ev", "ctrl")
 
 COUNTERS = (
@@ -178,8 +209,19 @@ class QpConfig:
 
 
 def window_of(cfg, ring):
-    """The outstanding PSNs a QP may have: ``min(w_max, mpr, ring)``."""
+    """Profile 1: the outstanding PSNs a QP may have: ``min(w_max, mpr, ring)``."""
     return min(cfg.w_max, cfg.mpr, ring)
+
+
+def psn_range_of(cfg, ring):
+    """Profile 2, limit (a): new PSNs stay within ``min(mpr, ring)`` of cack_psn (MPR, and the
+    block's metadata entries per QP: docs/protocol.md 10, point 13)."""
+    return min(cfg.mpr, ring)
+
+
+def ackreq_threshold(cfg):
+    """Profile 2: the in-flight count at which a packet carries AckReq: ceil(W_max / 2)."""
+    return -(-cfg.w_max // 2)
 
 
 def timeout_ticks(cfg, timer_bits):
@@ -194,8 +236,11 @@ def period_ticks(cfg, timer_bits):
 
 
 @dataclass
-class _Entry:
-    """Metadata of one outstanding PSN."""
+class PsnEntry:
+    """Metadata of one outstanding PSN (build it with keywords: the field order may change).
+
+    ``counted`` (profile 2): the PSN holds a place in the window (limit (b)); ``ackreq``: its
+    latest copy carried AckReq by the half-window rule."""
     ev: int
     req_id: int
     last: bool
@@ -203,6 +248,11 @@ class _Entry:
     state: int = PsnState.IN_FLIGHT
     acked: bool = False
     deadline: int = 0
+    counted: bool = False
+    ackreq: bool = False
+
+
+_Entry = PsnEntry             # the name of older code
 
 
 @dataclass
@@ -217,14 +267,20 @@ class _ProbeEntry:
 
 
 class _Qp:
-    def __init__(self, start, cfg, window):
+    def __init__(self, start, cfg, window, psn_range, profile):
         self.cfg = cfg
-        self.window = window
+        self.window = window          # profile 1: PSNs from cack_psn; profile 2: W_max in flight
+        self.psn_range = psn_range    # profile 2: limit (a)
         self.cack = psn_add(start, -1)
         self.next_psn = start
-        self.entries = {}          # psn -> _Entry, for every outstanding PSN
+        self.entries = {}          # psn -> PsnEntry, for every outstanding PSN
         self.wrs = deque()
         self.error = False
+        self.in_flight = 0            # profile 2: places held (entries counted)
+        self.credit = cfg.w_max % CREDIT_MODULUS   # profile 2: places granted, modulo 2^16
+        self.ackreq_psn = None        # profile 2: the PSN in flight that carried AckReq by rule
+        self.announced = None         # profile 2: the last WINDOW_ROOM (psn_limit, credit)
+        self.profile = profile
 
     def outstanding(self, psn):
         return psn_diff(psn, self.cack) > 0 and psn_diff(psn, self.next_psn) < 0
@@ -233,23 +289,39 @@ class _Qp:
         """The outstanding PSNs in order."""
         return [psn_add(self.cack, i) for i in range(1, psn_diff(self.next_psn, self.cack))]
 
+    def psn_limit(self):
+        """Profile 2: the WINDOW_ROOM ``psn_limit`` (limit (a); the next PSN once in error)."""
+        return self.next_psn if self.error else psn_add(self.cack, 1 + self.psn_range)
+
 
 class Reliability:
     """The reliability block of ``n_qps`` QPs (QP q is local ``qpn`` q); see the module docstring.
+    ``profile`` 2 (default) or 1 selects the rules (module docstring).
 
     Inputs go through :meth:`send`, :meth:`feedback`, :meth:`marked`, :meth:`work_request` and
-    :meth:`tick` (or :meth:`apply` with a trace record); configuration through :meth:`setup`.
-    Output records (dicts of the records' fields) accumulate in :attr:`out`, one list per stream
-    of :data:`STREAMS`; the caller takes them away. :attr:`counters` counts :data:`COUNTERS`.
+    :meth:`tick` (or :meth:`apply` with a trace record); configuration through :meth:`setup`
+    (and :meth:`reset`, profile 2). Output records (dicts of the records' fields) accumulate in
+    :attr:`out`, one list per stream of :data:`STREAMS`; the caller takes them away.
+    :attr:`counters` counts :data:`COUNTERS`.
+
+    **Subclass API.** A faster subclass (``models/fabric_nic.py``) may override the steps
+    :meth:`sack_step`, :meth:`nack_step`, :meth:`send_step` and :meth:`timer_step`, and use
+    :meth:`active`, :meth:`emit`, :meth:`emit_limit`, :meth:`request_retx`, :meth:`ev_event`,
+    :meth:`complete_passed`, :meth:`answer_probe`, :meth:`probe_timeouts`, :meth:`probes_due`,
+    :meth:`acknowledge`, :meth:`after_input`, :meth:`announce` and :meth:`ackreq_due`; it builds
+    :class:`PsnEntry` with keywords. Nothing else of the block is its business.
     """
 
     def __init__(self, n_qps=4, ring=DEFAULT_RING, probe_entries=DEFAULT_PROBE_ENTRIES,
-                 wr_depth=DEFAULT_WR_DEPTH, timer_bits=DEFAULT_TIMER_BITS, now=0):
+                 wr_depth=DEFAULT_WR_DEPTH, timer_bits=DEFAULT_TIMER_BITS, now=0, profile=2):
         for name, value, low in (("n_qps", n_qps, 1), ("ring", ring, 1),
                                  ("probe_entries", probe_entries, 1), ("wr_depth", wr_depth, 1),
                                  ("timer_bits", timer_bits, 2)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
+        if profile not in (1, 2):
+            raise ValueError(f"profile must be 1 or 2, not {profile!r}")
+        self.profile = profile
         self.n_qps = n_qps
         self.ring = ring
         self.wr_depth = wr_depth
@@ -265,7 +337,8 @@ class Reliability:
 
     def setup(self, qpn, start, enable=True, cfg=QpConfig()):
         """Set QP ``qpn`` up from PSN ``start`` (or disable it): every state of the QP is cleared,
-        its probe-list entries freed; an enabled QP announces its first PSN limit."""
+        its probe-list entries freed; an enabled QP announces its first PSN limit (profile 1) or
+        window room (profile 2). Pending work requests are discarded (see :meth:`reset`)."""
         if not 0 <= qpn < self.n_qps:
             raise ValueError(f"QP {qpn} is not below {self.n_qps}")
         if not 0 <= start < PSN_MODULUS:
@@ -274,40 +347,115 @@ class Reliability:
         if not enable:
             self.qps[qpn] = None
             return
-        qp = _Qp(start, cfg, window_of(cfg, self.ring))
+        qp = _Qp(start, cfg, window_of(cfg, self.ring) if self.profile == 1 else cfg.w_max,
+                 psn_range_of(cfg, self.ring), self.profile)
         self.qps[qpn] = qp
-        self._limit(qpn, qp)
+        self.emit_limit(qpn, qp)
+
+    def reset(self, qpn, start, cfg=None):
+        """QP reset (profile 2, docs/protocol.md 5): every pending work request completes with
+        status FLUSHED (and is retired), then the QP is set up afresh from ``start`` (its
+        ``cfg`` kept unless given), its error state cleared."""
+        if self.profile != 2:
+            raise ValueError("QP reset is a profile-2 operation")
+        qp = self.qps[qpn] if 0 <= qpn < self.n_qps else None
+        if qp is None:
+            raise ValueError(f"QP {qpn} is not set up")
+        while qp.wrs:
+            self.complete(qpn, qp.wrs.popleft(), CompletionStatus.FLUSHED)
+        self.setup(qpn, start, True, qp.cfg if cfg is None else cfg)
 
     def qp(self, qpn):
         """The state of QP ``qpn`` (None when disabled)."""
         return self.qps[qpn]
 
-    # --- helpers ----------------------------------------------------------------------------------
+    # --- the subclass API (helpers) ----------------------------------------------------------------
 
-    def _emit(self, stream, **fields):
+    def emit(self, stream, **fields):
+        """Queue one output record on ``stream``."""
         self.out[stream].append(fields)
 
-    def _active(self, qpn):
+    _emit = emit
+
+    def active(self, qpn):
         """The QP's state when it is configured, enabled and not in error; else None."""
         qp = self.qps[qpn] if qpn < self.n_qps else None
         return qp if qp is not None and not qp.error else None
 
-    def _limit(self, qpn, qp):
-        self._emit("limit", qpn=qpn, psn_limit=psn_add(qp.cack, 1 + qp.window))
+    _active = active
 
-    def _retx(self, qpn, psn, entry, cause):
-        self._emit("retx", qpn=qpn, psn=psn, avoid_ev=entry.ev, cause=cause)
+    def emit_limit(self, qpn, qp):
+        if self.profile == 1:
+            self.emit("limit", qpn=qpn, psn_limit=psn_add(qp.cack, 1 + qp.window))
+        else:
+            self.announce(qpn, qp)
+
+    def announce(self, qpn, qp, force=False):
+        """Profile 2: a WINDOW_ROOM record when its fields changed since the last one (always
+        with ``force``: the record that closes the room at a QP error)."""
+        room = (qp.psn_limit(), qp.credit)
+        if force or room != qp.announced:
+            qp.announced = room
+            self.emit("limit", qpn=qpn, psn_limit=room[0], credit=room[1])
+
+    def ackreq_due(self, qpn):
+        """Profile 2 (docs/protocol.md 5, AckReq): whether the QP's next data packet carries
+        BTH.AckReq by the half-window rule: after its send, the in-flight count reaches
+        ceil(W_max / 2), and no packet that carried AckReq by this rule is still in flight. The
+        transmit side asks before it sends; the block marks the entry alike when it takes the
+        send record."""
+        qp = self.active(qpn) if self.profile == 2 else None
+        return qp is not None and qp.ackreq_psn is None and \
+            qp.in_flight + 1 >= ackreq_threshold(qp.cfg)
+
+    def _take_place(self, qp, psn, entry):
+        """Profile 2: the PSN's new copy takes a place in the window."""
+        entry.ackreq = qp.ackreq_psn is None and qp.in_flight + 1 >= ackreq_threshold(qp.cfg)
+        if entry.ackreq:
+            qp.ackreq_psn = psn
+        entry.counted = True
+        qp.in_flight += 1
+
+    def release(self, qp, psn, entry):
+        """Profile 2: the PSN's copy leaves flight (taken as received, or its retransmission
+        requested): its place returns to the transmit side as one credit."""
+        if entry.counted:
+            entry.counted = False
+            qp.in_flight -= 1
+            qp.credit = (qp.credit + 1) % CREDIT_MODULUS
+            if qp.ackreq_psn == psn:
+                qp.ackreq_psn = None
+
+    def _refund(self, qp):
+        """Profile 2: a data packet the transmit side sent (and counted) that the block does not
+        put in flight (a stale retransmission): its credit comes back at once."""
+        if self.profile == 2:
+            qp.credit = (qp.credit + 1) % CREDIT_MODULUS
+
+    def request_retx(self, qpn, qp, psn, entry, cause):
+        """A retransmission request for ``psn``, avoiding its latest copy's EV; the PSN leaves
+        flight (profile 2) and waits in RETX_PENDING, its timer cancelled."""
+        self.emit("retx", qpn=qpn, psn=psn, avoid_ev=entry.ev, cause=cause)
         entry.state = PsnState.RETX_PENDING
         self.counters["retx"] += 1
+        if self.profile == 2:
+            self.release(qp, psn, entry)
 
-    def _ev_event(self, qpn, ev, kind):
-        self._emit("ev", qpn=qpn, ev=ev, kind=kind)
+    def _retx(self, qpn, psn, entry, cause):
+        self.request_retx(qpn, self.qps[qpn], psn, entry, cause)
 
-    def _complete(self, qpn, req_id, status):
-        self._emit("cpl", qpn=qpn, req_id=req_id, msn=0, status=status, is_recv=0, has_imm=0,
-                   imm=0)
-        self._emit("retire", qpn=qpn, req_id=req_id)
+    def ev_event(self, qpn, ev, kind):
+        self.emit("ev", qpn=qpn, ev=ev, kind=kind)
+
+    _ev_event = ev_event
+
+    def complete(self, qpn, req_id, status):
+        self.emit("cpl", qpn=qpn, req_id=req_id, msn=0, status=status, is_recv=0, has_imm=0,
+                  imm=0)
+        self.emit("retire", qpn=qpn, req_id=req_id)
         self.counters["completion"] += 1
+
+    _complete = complete
 
     def _free_probes(self, qpn):
         self.probes = [p if p is None or p.qpn != qpn else None for p in self.probes]
@@ -316,16 +464,25 @@ class Reliability:
         qp.error = True
         self.counters["qp_error"] += 1
         while qp.wrs:
-            self._complete(qpn, qp.wrs.popleft(), status)
+            self.complete(qpn, qp.wrs.popleft(), status)
         self._free_probes(qpn)
-        self._emit("limit", qpn=qpn, psn_limit=qp.next_psn)
+        if self.profile == 1:
+            self.emit("limit", qpn=qpn, psn_limit=qp.next_psn)
+        else:
+            self.announce(qpn, qp, force=True)
+
+    def acknowledge(self, qp, psn, entry):
+        """A SACK takes ``psn`` as received (profile 2: its place is released)."""
+        entry.acked = True
+        if self.profile == 2:
+            self.release(qp, psn, entry)
 
     # --- inputs -----------------------------------------------------------------------------------
 
     def send(self, rec):
         """One SEND_RECORD (a dict of its fields)."""
         qpn, psn = rec["qpn"], rec["psn"]
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["send_dropped"] += 1
             return
@@ -336,24 +493,46 @@ class Reliability:
                 self.counters["send_stale"] += 1
                 return
             self.counters["send_flushed"] += 1
-            self._retx(qpn, psn, entry, RetxCause.FLUSHED)
-        elif rec["rtx"]:
+            self.request_retx(qpn, qp, psn, entry, RetxCause.FLUSHED)
+            self.after_input(qpn, qp)
+            return
+        self.send_step(qpn, qp, psn, rec["ev"], rec["req_id"], rec["last"], rec["rtx"])
+
+    def send_step(self, qpn, qp, psn, ev, req_id, last, rtx):
+        """A data packet sent (not flushed): a retransmission's new copy, or a new PSN."""
+        if rtx:
             entry = qp.entries.get(psn)
             if entry is None or entry.acked or entry.state != PsnState.RETX_PENDING:
                 self.counters["send_stale"] += 1
-                return
+                self._refund(qp)
+                self.after_input(qpn, qp)
+                return None
             self.counters["send_retx"] += 1
-            entry.ev = rec["ev"]
+            entry.ev = ev
             entry.state = PsnState.IN_FLIGHT
             entry.deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
         else:
-            if psn != qp.next_psn or psn_diff(psn, qp.cack) > qp.window:
+            ahead = psn_diff(psn, qp.cack)
+            if psn != qp.next_psn or (self.profile == 1 and ahead > qp.window) or \
+                    (self.profile == 2 and (ahead > qp.psn_range or qp.in_flight >= qp.window)):
                 self.counters["send_bad"] += 1
-                return
+                self._refund(qp)
+                self.after_input(qpn, qp)
+                return None
             self.counters["send"] += 1
-            qp.entries[psn] = _Entry(ev=rec["ev"], req_id=rec["req_id"], last=bool(rec["last"]),
-                                     deadline=self.now + timeout_ticks(qp.cfg, self.timer_bits))
+            entry = qp.entries[psn] = PsnEntry(
+                ev=ev, req_id=req_id, last=bool(last),
+                deadline=self.now + timeout_ticks(qp.cfg, self.timer_bits))
             qp.next_psn = psn_add(psn, 1)
+        if self.profile == 2:
+            self._take_place(qp, psn, entry)
+        return entry
+
+    def after_input(self, qpn, qp):
+        """Profile 2: announce the window room after an input that may have changed it (a
+        subclass's own entry points call it as :meth:`feedback` does)."""
+        if self.profile == 2:
+            self.announce(qpn, qp)
 
     def feedback(self, rec):
         """One FEEDBACK_RECORD: a SACK (SETH | CC_STATE in ``ext``) or a NACK (NETH)."""
@@ -361,43 +540,51 @@ class Reliability:
         if opcode not in (Opcode.SACK, Opcode.NACK):
             self.counters["fb_bad"] += 1
             return
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
         if opcode == Opcode.SACK:
-            self._sack(qpn, qp, Sack.from_ext(int_to_ext(rec["ext"], 36)))
+            self.sack_step(qpn, qp, Sack.from_ext(int_to_ext(rec["ext"], 36)))
         else:
             neth = NETH.unpack(int_to_ext(rec["ext"], NETH.size))
-            self._nack(qpn, qp, neth["nack_reason"], neth["nack_psn"], neth["entropy"])
+            self.nack_step(qpn, qp, neth["nack_reason"], neth["nack_psn"], neth["entropy"])
+        if not qp.error:
+            self.after_input(qpn, qp)
 
-    def _sack(self, qpn, qp, sack):
+    def sack_step(self, qpn, qp, sack):
+        """One SACK (docs/protocol.md 2.1, 5) for an active QP."""
         if psn_diff(sack.cack_psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
             return
         self.counters["sack"] += 1
         if sack.m == SackVerdict.SKIP_ONCE:
-            self._ev_event(qpn, sack.entropy, EvEvent.SKIP)
+            self.ev_event(qpn, sack.entropy, EvEvent.SKIP)
         bitmap = sack.bitmap_psns()
         for psn in qp.psns():
-            if psn_diff(psn, sack.cack_psn) <= 0 or psn in bitmap or \
-                    (not sack.pr and psn == sack.trigger_psn):
-                qp.entries[psn].acked = True
+            entry = qp.entries[psn]
+            if not entry.acked and (psn_diff(psn, sack.cack_psn) <= 0 or psn in bitmap or
+                                    (not sack.pr and psn == sack.trigger_psn)):
+                self.acknowledge(qp, psn, entry)
         passed = []
         while psn_diff(qp.next_psn, qp.cack) > 1 and qp.entries[psn_add(qp.cack, 1)].acked:
             qp.cack = psn_add(qp.cack, 1)
             passed.append(qp.entries.pop(qp.cack))
         if passed:
-            self._limit(qpn, qp)
-            self._complete_passed(qpn, qp, passed)
+            if self.profile == 1:
+                self.emit_limit(qpn, qp)
+            self.complete_passed(qpn, qp, passed)
             for psn in qp.psns():
                 entry = qp.entries[psn]
                 if not entry.acked and entry.state == PsnState.WAIT_CACK:
-                    self._retx(qpn, psn, entry, RetxCause.CACK_MOVED)
+                    self.request_retx(qpn, qp, psn, entry, RetxCause.CACK_MOVED)
         if sack.pr:
-            self._probe_answer(qpn, sack)
+            self.answer_probe(qpn, sack)
 
-    def _probe_answer(self, qpn, sack):
+    _sack = sack_step
+
+    def answer_probe(self, qpn, sack):
+        """A probe answer (a SACK with ``pr`` = 1) for the probe list."""
         for i, p in enumerate(self.probes):
             if p is not None and p.qpn == qpn and p.ev == sack.entropy and p.outstanding and \
                     p.probe_id == sack.probe_id:
@@ -408,13 +595,16 @@ class Reliability:
                     return
                 p.count += 1
                 if p.count == CLEAN_ANSWERS:
-                    self._ev_event(qpn, p.ev, EvEvent.RECOVERED)
+                    self.ev_event(qpn, p.ev, EvEvent.RECOVERED)
                     self.counters["recovered"] += 1
                     self.probes[i] = None
                 return
         self.counters["probe_stale"] += 1
 
-    def _nack(self, qpn, qp, reason, psn, ev):
+    _probe_answer = answer_probe
+
+    def nack_step(self, qpn, qp, reason, psn, ev):
+        """One NACK (docs/protocol.md 2.2) for an active QP."""
         known = (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP, NackReason.NO_PKT_BUFFER,
                  NackReason.PSN_OOR_WINDOW, NackReason.UNEXP_EVENT)
         if reason not in known or psn_diff(psn, qp.next_psn) >= 0:
@@ -422,7 +612,7 @@ class Reliability:
             return
         self.counters["nack"] += 1
         if reason == NackReason.TRIMMED:
-            self._ev_event(qpn, ev, EvEvent.SKIP)
+            self.ev_event(qpn, ev, EvEvent.SKIP)
         entry = qp.entries.get(psn)
         if entry is None or entry.acked:
             self.counters["fb_stale"] += 1
@@ -434,17 +624,19 @@ class Reliability:
             self.counters["fb_stale"] += 1
             return
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
-            self._retx(qpn, psn, entry, RetxCause.NACK_TRIMMED)
+            self.request_retx(qpn, qp, psn, entry, RetxCause.NACK_TRIMMED)
         elif reason == NackReason.NO_PKT_BUFFER:
-            entry.state = PsnState.WAIT_TIMER
+            entry.state = PsnState.WAIT_TIMER      # keeps its place (profile 2) until retx
             entry.deadline = self.now + period_ticks(qp.cfg, self.timer_bits)
         else:
             entry.state = PsnState.WAIT_CACK
 
+    _nack = nack_step
+
     def marked(self, rec):
         """One EV_MARKED record: a marked EV joins the probe list."""
         qpn = rec["qpn"]
-        qp = self._active(qpn)
+        qp = self.active(qpn)
         if qp is None:
             self.counters["marked_dropped"] += 1
             return
@@ -468,7 +660,7 @@ class Reliability:
             return
         self.counters["wr"] += 1
         if qp.error:
-            self._complete(qpn, req_id, CompletionStatus.QP_ERROR)
+            self.complete(qpn, req_id, CompletionStatus.QP_ERROR)
         else:
             qp.wrs.append(req_id)
 
@@ -476,16 +668,18 @@ class Reliability:
         """One 1.024 us tick: probe timeouts, PSN timers, probes due (module docstring)."""
         self.now += 1
         now = self.now
-        self._probe_timeouts(now)
+        self.probe_timeouts(now)
         for qpn, qp in enumerate(self.qps):
             if qp is None or qp.error:
                 continue
             for psn in qp.psns():
-                if self._timer(qpn, qp, psn, qp.entries[psn], now):
+                if self.timer_step(qpn, qp, psn, qp.entries[psn], now):
                     break
-        self._probes_due(now)
+            if not qp.error:
+                self.after_input(qpn, qp)
+        self.probes_due(now)
 
-    def _complete_passed(self, qpn, qp, passed):
+    def complete_passed(self, qpn, qp, passed):
         """``cack_psn`` moved over the entries ``passed`` (in PSN order): each last packet of a
         work request completes it (OK) and pops it from the FIFO."""
         for entry in passed:
@@ -494,33 +688,58 @@ class Reliability:
                     qp.wrs.popleft()
                 else:
                     self.counters["wr_missing"] += 1
-                self._complete(qpn, entry.req_id, CompletionStatus.OK)
+                self.complete(qpn, entry.req_id, CompletionStatus.OK)
 
-    def _probe_timeouts(self, now):
+    _complete_passed = complete_passed
+
+    def probe_timeouts(self, now):
         """Tick ``now``: a probe whose answer did not come in time restarts its count."""
         for p in self.probes:
             if p is not None and p.outstanding and p.timeout_at == now:
                 p.outstanding = False
                 p.count = 0
 
-    def _timer(self, qpn, qp, psn, entry, now):
+    _probe_timeouts = probe_timeouts
+
+    def timer_step(self, qpn, qp, psn, entry, now):
         """The timer of outstanding PSN ``psn`` at tick ``now`` (if it is due); returns True when
-        the QP went into the error state (its other PSNs are then not visited)."""
+        the QP went into the error state (its other PSNs are then not visited). Profile 2: a
+        timeout also declares lost every other PSN in flight on the same path (4.4)."""
         if entry.acked or entry.state == PsnState.RETX_PENDING or entry.deadline != now:
             return False
         if entry.state != PsnState.IN_FLIGHT:
-            self._retx(qpn, psn, entry, RetxCause.NACK_OTHER)
+            self.request_retx(qpn, qp, psn, entry, RetxCause.NACK_OTHER)
             return False
         self.counters["timeout"] += 1
         if entry.retries >= qp.cfg.retry_limit:
             self._error(qpn, qp, CompletionStatus.RETRY_EXCEEDED)
             return True
         entry.retries += 1
-        self._retx(qpn, psn, entry, RetxCause.TIMEOUT)
-        self._ev_event(qpn, entry.ev, EvEvent.BAD)
+        ev = entry.ev
+        if self.profile == 2:
+            self.path_lost(qpn, qp, psn, ev)
+        else:
+            self.request_retx(qpn, qp, psn, entry, RetxCause.TIMEOUT)
+        self.ev_event(qpn, ev, EvEvent.BAD)
         return False
 
-    def _probes_due(self, now):
+    _timer = timer_step
+
+    def path_lost(self, qpn, qp, psn, ev):
+        """Profile 2 (4.4): the timeout of ``psn`` (sent on ``ev``) condemns its path: it and
+        every other PSN of the QP in flight whose latest copy went on that path are requested
+        again in PSN order from cack_psn + 1 (its own request cause TIMEOUT, the others
+        PATH_LOST, no retry charge), all in this one step."""
+        path = ev_path(ev)
+        for other in qp.psns():
+            entry = qp.entries[other]
+            if other == psn:
+                self.request_retx(qpn, qp, psn, entry, RetxCause.TIMEOUT)
+            elif not entry.acked and entry.state == PsnState.IN_FLIGHT and \
+                    ev_path(entry.ev) == path:
+                self.request_retx(qpn, qp, other, entry, RetxCause.PATH_LOST)
+
+    def probes_due(self, now):
         """Tick ``now``: every probe-list entry due sends its probe (unless one is outstanding)."""
         for p in self.probes:
             if p is None or p.next_due != now:
@@ -534,8 +753,10 @@ class Reliability:
             p.timeout_at = now + timeout_ticks(cfg, self.timer_bits)
             self.probe_id = (self.probe_id + 1) % (1 << PROBE_ID_BITS)
             self.counters["probe"] += 1
-            self._emit("ctrl", qpn=p.qpn, opcode=Opcode.PROBE, ev=p.ev,
-                       ext=ext_to_int(PETH.pack(probe_id=p.probe_id)))
+            self.emit("ctrl", qpn=p.qpn, opcode=Opcode.PROBE, ev=p.ev,
+                      ext=ext_to_int(PETH.pack(probe_id=p.probe_id)))
+
+    _probes_due = probes_due
 
     # --- the trace --------------------------------------------------------------------------------
 
@@ -567,3 +788,12 @@ class Reliability:
         """The probe list: per entry a tuple ``(qpn, ev, count, outstanding, probe_id)`` or None."""
         return [None if p is None else (p.qpn, p.ev, p.count, p.outstanding, p.probe_id)
                 for p in self.probes]
+
+
+class ReliabilityV1(Reliability):
+    """:class:`Reliability` with the version-1 rules (``profile`` = 1), the ones
+    ``rtl/reliability.py`` implements today; its cocotb benches build this one."""
+
+    def __init__(self, n_qps=4, ring=DEFAULT_RING, probe_entries=DEFAULT_PROBE_ENTRIES,
+                 wr_depth=DEFAULT_WR_DEPTH, timer_bits=DEFAULT_TIMER_BITS, now=0):
+        super().__init__(n_qps, ring, probe_entries, wr_depth, timer_bits, now, profile=1)

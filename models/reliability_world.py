@@ -64,6 +64,8 @@ class Scenario:
     doomed_qp: int | None = None    # its EVs all use the last T1, whose paths are dead throughout
     bad_wr: tuple | None = None     # (qpn, work request index) with a wrong R_Key
     rx_mpr: int = 1024
+    profile: int = 2                # the block's profile (models/reliability.py): the world's
+    sack_bytes: int = 4096          # transmit engine, EV table and receivers follow it
 
 
 class _Sender:
@@ -84,6 +86,8 @@ class _Sender:
         self.packet = 0              # its next packet
         self.next_psn = start
         self.limit = None
+        self.credit = None           # profile 2: WINDOW_ROOM.credit
+        self.sends = 0               # profile 2: data packets sent, modulo 2^16
         self.retx = deque()
         self.psns = {}               # psn -> (work request index, last)
         self.engine_next = start      # the next new PSN as the block knows it (send records taken)
@@ -118,12 +122,13 @@ class World:
         self.plane_queues = [deque() for _ in range(scenario.planes)]
         sc = scenario
         self.table = EvTable(sc.planes, sc.num_t1, slots=sc.slots, backup=sc.backup,
-                             ev_min_active=sc.ev_min_active)
+                             ev_min_active=sc.ev_min_active, profile=sc.profile)
         self.senders = []
         self.receivers = []
         for q in range(self.n_qps):
             self.senders.append(_Sender(rng, starts[q], sc, wr_depth))
-            self.receivers.append(RxTracker(psn_add(starts[q], -1), mpr=sc.rx_mpr))
+            self.receivers.append(RxTracker(psn_add(starts[q], -1), mpr=sc.rx_mpr,
+                                            profile=sc.profile, sack_bytes=sc.sack_bytes))
             self.table.configure_qp(q, *self._ev_sets(q))
 
     # --- set-up -----------------------------------------------------------------------------------
@@ -174,9 +179,15 @@ class World:
                                       kind, payload))
 
     def _answer(self, q, record):
-        """A SACK or NACK control record of receiver ``q`` goes back on its EV's path."""
+        """A SACK or NACK control record of receiver ``q`` goes back on its EV's path (a SACK's
+        record names its trigger's EV: docs/protocol.md 4.5)."""
         if record is not None:
             self._carry("feedback", record["ev"], (q, record))
+
+    def _sack(self, q, res):
+        """Receiver ``q``'s SACK of a result, if any, on its trigger's path."""
+        if res.sack is not None:
+            self._answer(q, res.sack.control_record(q, res.path_ev))
 
     # --- one cycle --------------------------------------------------------------------------------
 
@@ -188,9 +199,7 @@ class World:
         if ticked:
             self.tick_count = (self.tick_count + 1) % (1 << 32)
             for q, rx in enumerate(self.receivers):
-                res = rx.tick()
-                if res.sack is not None:
-                    self._answer(q, res.sack.control_record(q))
+                self._sack(q, rx.tick())
         for plane in range(self.sc.planes):
             down = self._plane_down(plane)
             if down == self.table.plane_up[plane]:
@@ -241,6 +250,8 @@ class World:
             s = self.senders[q]
             if s.error:
                 continue
+            if self.sc.profile == 2 and not self._room(s):
+                continue
             packet = None
             if s.retx:
                 psn, avoid = s.retx[0]
@@ -266,12 +277,18 @@ class World:
             if packet is None:
                 continue
             packet.update(qpn=q, ev=choice.ev, plane=choice.plane, slot=choice.slot)
+            s.sends = (s.sends + 1) % (1 << 16)
             self.stats["sent_rtx" if packet["rtx"] else "sent"] += 1
             self.inputs.append((Source.SEND, self._send_record(packet)))
             self.plane_queues[choice.plane].append((self.cycle + self.rng.randint(4, 24), packet))
             self.qp_pointer = (q + 1) % n
             self.next_send = self.cycle + self.rng.randint(*self.sc.send_gap)
             return
+
+    @staticmethod
+    def _room(s):
+        """Profile 2, limit (b): the data packets sent are fewer than the credit granted."""
+        return s.credit is not None and 0 < (s.credit - s.sends) % (1 << 16) < 1 << 15
 
     def _new_ready(self, s):
         if s.limit is None or psn_diff(s.limit, s.next_psn) <= 0:
@@ -294,7 +311,7 @@ class World:
             res = self.receivers[q].probe(Probe(ev=ev, probe_id=probe_id,
                                                 ecn=Ecn.CE if ce else Ecn.ECT0,
                                                 dscp=Dscp.TRIMMED if trimmed else Dscp.TRIMMABLE))
-            self._answer(q, res.sack.control_record(q) if res.sack else None)
+            self._sack(q, res)
             return
         p = payload
         q = p["qpn"]
@@ -316,9 +333,9 @@ class World:
         res = self.receivers[q].arrive(Arrival(
             psn=p["psn"], ev=p["ev"], ecn=Ecn.CE if ce else Ecn.ECT0, dscp=dscp,
             ackreq=p["last"], rtx=p["rtx"], access_ok=(q, wr) != sc.bad_wr))
-        for answer in (res.sack, res.nack):
-            if answer is not None:
-                self._answer(q, answer.control_record(q))
+        self._sack(q, res)
+        if res.nack is not None:
+            self._answer(q, res.nack.control_record(q))
 
     # --- the block's side -------------------------------------------------------------------------
 
@@ -359,6 +376,11 @@ class World:
                 assert psn_diff(rec["psn_limit"], s.limit) >= 0 or s.closed, \
                     f"PSN limit of QP {q} moved back from {s.limit}: {rec}"
             s.limit = rec["psn_limit"]
+            if "credit" in rec:             # profile 2: WINDOW_ROOM, credits never go back
+                if s.credit is not None:
+                    assert 0 <= (rec["credit"] - s.credit) % (1 << 16) < 1 << 15, \
+                        f"credit of QP {q} moved back from {s.credit}: {rec}"
+                s.credit = rec["credit"]
         elif stream == "cpl":
             index = len(s.completed)
             assert index < s.tapped and rec["req_id"] == s.wrs[index][0], \

@@ -73,18 +73,21 @@ def is_front_control(record):
 class Trackers:
     """The receive tracker of ``n_qps`` QPs (``rtl/rx_tracker.py``): one model tracker per QP set
     up and enabled. Outputs accumulate in :attr:`controls` and :attr:`completions` (record
-    dicts, in the order the RTL emits them); :attr:`counters` mirrors the RTL's."""
+    dicts, in the order the RTL emits them); :attr:`counters` mirrors the RTL's. ``profile``
+    selects the trackers' rules (:class:`models.rx_tracker.RxConfig`): 2 by default, 1 for the
+    RTL of today (its bench passes 1)."""
 
-    def __init__(self, n_qps, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT):
+    def __init__(self, n_qps, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT, profile=2):
         self.n_qps, self.mpr, self.wimm_max = n_qps, mpr, wimm_max
+        self.profile = profile
         self.qps = [None] * n_qps
         self.controls, self.completions = [], []
         self.counters = dict.fromkeys(TRACKER_COUNTERS, 0)
 
     def setup(self, q, start_psn, enabled=True):
         """Set QP ``q`` up from PSN ``start_psn`` (every state cleared), enabled or not."""
-        self.qps[q] = RxTracker(psn_add(start_psn, -1), self.mpr, self.wimm_max) \
-            if enabled else None
+        self.qps[q] = RxTracker(psn_add(start_psn, -1), self.mpr, self.wimm_max,
+                                profile=self.profile) if enabled else None
 
     def tick(self):
         """One 1.024 us tick: every QP's coalescing timer, lowest QP first."""
@@ -92,7 +95,7 @@ class Trackers:
             if tracker is not None:
                 result = tracker.tick()
                 if result.sack is not None:
-                    self._control(result.sack.control_record(q))
+                    self._control(result.sack.control_record(q, result.path_ev))
 
     def _control(self, record):
         self.controls.append(record)
@@ -116,9 +119,10 @@ class Trackers:
                 access_ok=bool(event["access_ok"])))
         if result is not None:
             code = VERDICT_CODES[result.verdict]
-            for answer in (result.sack, result.nack):
-                if answer is not None:
-                    self._control(answer.control_record(q))
+            if result.sack is not None:
+                self._control(result.sack.control_record(q, result.path_ev))
+            if result.nack is not None:
+                self._control(result.nack.control_record(q))
             for completion in result.completions:
                 self.completions.append(completion.record(q))
                 self.counters["completion"] += 1
@@ -136,10 +140,10 @@ class RxEngineModel:
     (:attr:`memory`, address -> byte)."""
 
     def __init__(self, front=None, *, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT, addr_width=64,
-                 **front_params):
+                 profile=2, **front_params):
         config = front if front is not None else RxFrontConfig(**front_params)
         self.front = RxFrontModel(config)
-        self.trackers = Trackers(config.n_qps, mpr, wimm_max)
+        self.trackers = Trackers(config.n_qps, mpr, wimm_max, profile)
         self.placement = PlacementModel(config.core_width, addr_width)
         self.pending = deque()          # (meta, payload) of frames waiting for their verdict
         self.verdicts = []

@@ -16,15 +16,25 @@ entries, the rotation pointer and the 16-bit Galois LFSR (taps 0xB400, shift rig
 always the low log2(A) bits of the LFSR, so it starts as the seed's low bits. Per QP: the plane
 round-robin pointer. All pointers start at 0.
 
-Choice (4.3, reproduced by vectors/spray.json): planes are visited from the QP's plane pointer, the
+Choice (4.3, reproduced by vectors/spray.json and vectors/spray-v2.json): planes are visited from the QP's plane pointer, the
 first that is ok and holds a visible choosable slot (GOOD or SKIP, not holding ``avoid_ev``) is
 used, and the plane pointer moves to the plane after it. Inside the plane, rotation position r
 visits slot r XOR mask, from the plane's pointer onwards over all A positions; the first visible
 GOOD slot is chosen and every visible SKIP slot before it becomes GOOD; with no visible GOOD slot,
 every visible SKIP slot becomes GOOD and the first is chosen. The pointer becomes
 (chosen position + 1) mod A, and when it is not greater than the old pointer the LFSR steps once.
-The avoided slot is invisible: not chosen, state unchanged, not counted. With nothing choosable the
-state is unchanged (the packet waits).
+An invisible slot is not chosen, its state does not change and it is not counted. With nothing
+choosable the state is unchanged (the packet waits).
+
+**Two profiles** (``profile`` of :func:`choose` and :class:`EvTable`, 2 by default). Profile 2
+(vectors/spray-v2.json): a retransmission avoids the whole path (plane, j) of the copy it
+replaces: every slot on that path is invisible; if that leaves nothing choosable on the planes
+of ``plane_ok``, only the slot(s) holding the copy's EV are; if that too leaves nothing, none is
+(:func:`avoidance_levels`); :class:`EvTable` refuses ``ev_min_active`` > N x A; and
+:func:`serve_qp` holds retransmissions to the window room as well. Profile 1
+(vectors/spray.json; what ``rtl/spray_scheduler.py`` does today, :class:`EvTableV1`): only the
+slot(s) holding the avoided EV are invisible, with no fallback, and a retransmission needs no
+window room.
 
 Feedback (4.4), keyed by (QP, EV): an event whose EV no active slot of the QP holds is ignored,
 except RECOVERED (whose EV normally left the slots when it was replaced); so is an event for a QP
@@ -59,9 +69,10 @@ Profile choices made here where the profile leaves room (the vectors do not cove
   DENIED slot holding the EV becomes GOOD; once a backup replaced it, ALLOW is ignored (4.4).
 - Plane up/down (4.6) changes no EV state: a down plane is simply not ok. :meth:`EvTable.plane_ok`
   gives the plane_ok of a choice (up and room).
-- QP round-robin (:func:`serve_qp`): a QP is eligible when it has a retransmission waiting (it needs
-  no window room: its PSN is already outstanding) or a new packet and window room; the pointer moves
-  to the QP after the one served; inside a QP the retransmission goes first. A caller that must skip
+- QP round-robin (:func:`serve_qp`): profile 2, a QP is eligible when its window has room and it
+  has a retransmission waiting or a new packet; profile 1, when it has a retransmission waiting
+  (it needs no window room: its PSN is already outstanding) or a new packet and window room; the
+  pointer moves to the QP after the one served; inside a QP the retransmission goes first. A caller that must skip
   a QP whose retransmission has nothing choosable folds :meth:`EvTable.can_choose` into the flags.
 - Configuration loads are refused (ValueError) as the hardware refuses them: an EV whose plane field
   is not the plane of the set it is loaded into (so also not below N), a T1 index not below the
@@ -80,7 +91,7 @@ from .records import EvEvent
 __all__ = [
     "SlotState", "PlaneSet", "QpSet", "Choice", "Serve", "EvTable",
     "make_ev", "ev_plane", "ev_t1", "ev_path", "lfsr_step", "plane_ok_list",
-    "choose", "choose_in_plane", "choosable_anywhere", "refill", "skip", "mark_bad", "recovered", "deny", "allow",
+    "choose", "choose_in_plane", "choosable_anywhere", "avoidance_levels", "EvTableV1", "refill", "skip", "mark_bad", "recovered", "deny", "allow",
     "feedback_skips", "serve_qp", "window_room", "ev_marked_records",
     "EV_PLANE_BITS", "EV_T1_SHIFT", "EV_T1_BITS", "EV_SALT_SHIFT", "EV_SALT_BITS",
     "MAX_PLANES", "MAX_T1", "MAX_SLOTS", "LFSR_TAPS",
@@ -199,12 +210,15 @@ class PlaneSet:
         a = self.size
         return [((self.pointer + k) % a, ((self.pointer + k) % a) ^ self.mask) for k in range(a)]
 
-    def visible(self, slot, avoid_ev):
-        """True when the slot may be chosen: GOOD or SKIP, and not holding the avoided EV."""
-        return self.states[slot].choosable and self.evs[slot] != avoid_ev
+    def visible(self, slot, avoid_ev, avoid_path=None):
+        """True when the slot may be chosen: GOOD or SKIP, not holding the avoided EV and (v2)
+        not on the avoided path (plane, j)."""
+        ev = self.evs[slot]
+        return self.states[slot].choosable and ev != avoid_ev and \
+            (avoid_path is None or ev_path(ev) != avoid_path)
 
-    def choosable(self, avoid_ev=None):
-        return any(self.visible(s, avoid_ev) for s in range(self.size))
+    def choosable(self, avoid_ev=None, avoid_path=None):
+        return any(self.visible(s, avoid_ev, avoid_path) for s in range(self.size))
 
     def holds(self, ev):
         return ev in self.evs
@@ -247,9 +261,11 @@ class Choice(NamedTuple):
 
 # --- The choice (4.3) -----------------------------------------------------------------------------
 
-def choose_in_plane(plane_set, avoid_ev=None):
-    """The choice inside one plane: ``(slot, position, new PlaneSet)``, ``None`` if none visible."""
-    visible = [(pos, s) for pos, s in plane_set.rotation() if plane_set.visible(s, avoid_ev)]
+def choose_in_plane(plane_set, avoid_ev=None, avoid_path=None):
+    """The choice inside one plane: ``(slot, position, new PlaneSet)``, ``None`` if none visible
+    (slots holding ``avoid_ev`` or on the path ``avoid_path`` are invisible)."""
+    visible = [(pos, s) for pos, s in plane_set.rotation()
+               if plane_set.visible(s, avoid_ev, avoid_path)]
     if not visible:
         return None
     goods = [k for k, (_, s) in enumerate(visible) if plane_set.states[s] == SlotState.GOOD]
@@ -265,19 +281,24 @@ def choose_in_plane(plane_set, avoid_ev=None):
     return slot, position, replace(plane_set, states=tuple(states), pointer=pointer, lfsr=lfsr)
 
 
-def choose(qp, plane_ok, avoid_ev=None):
-    """One packet's choice for a QP: ``(Choice or None, new QpSet)``.
+def avoidance_levels(avoid_ev, profile=2):
+    """The ``(avoid_ev, avoid_path)`` hidings a retransmission's choice tries in turn
+    (docs/protocol.md 4.3). Profile 2: the whole path of the copy replaced, then only the slot
+    holding its EV, then nothing. Profile 1: only the EV's slot, no fallback."""
+    if avoid_ev is None:
+        return ((None, None),)
+    if profile == 1:
+        return ((avoid_ev, None),)
+    return ((None, ev_path(avoid_ev)), (avoid_ev, None), (None, None))
 
-    ``plane_ok``: planes up with room (bit mask or N bools); ``avoid_ev``: the EV a retransmission
-    must not use, or ``None``. With nothing choosable the state comes back unchanged.
-    """
+
+def _choose_hidden(qp, ok, avoid_ev, avoid_path):
     n = len(qp.planes)
-    ok = plane_ok_list(plane_ok, n)
     for k in range(n):
         p = (qp.plane_pointer + k) % n
         if not ok[p]:
             continue
-        found = choose_in_plane(qp.planes[p], avoid_ev)
+        found = choose_in_plane(qp.planes[p], avoid_ev, avoid_path)
         if found is None:
             continue
         slot, position, plane_set = found
@@ -286,10 +307,29 @@ def choose(qp, plane_ok, avoid_ev=None):
     return None, qp
 
 
-def choosable_anywhere(qp, plane_ok, avoid_ev=None):
+def choose(qp, plane_ok, avoid_ev=None, profile=2):
+    """One packet's choice for a QP: ``(Choice or None, new QpSet)``.
+
+    ``plane_ok``: planes up with room (bit mask or N bools); ``avoid_ev``: the EV of the copy a
+    retransmission replaces, or ``None``; ``profile`` 2 hides that copy's whole path with the
+    fallbacks of :func:`avoidance_levels`, 1 only its EV's slot. "Nothing choosable anywhere"
+    is judged over the planes of ``plane_ok`` (docs/protocol.md 10, point 4). With nothing
+    choosable the state comes back unchanged.
+    """
+    ok = plane_ok_list(plane_ok, len(qp.planes))
+    for hide_ev, hide_path in avoidance_levels(avoid_ev, profile):
+        choice, new_qp = _choose_hidden(qp, ok, hide_ev, hide_path)
+        if choice is not None:
+            return choice, new_qp
+    return None, qp
+
+
+def choosable_anywhere(qp, plane_ok, avoid_ev=None, profile=2):
     """True when :func:`choose` would find a slot with these inputs."""
     ok = plane_ok_list(plane_ok, len(qp.planes))
-    return any(ok[p] and ps.choosable(avoid_ev) for p, ps in enumerate(qp.planes))
+    return any(ok[p] and ps.choosable(hide_ev, hide_path)
+               for hide_ev, hide_path in avoidance_levels(avoid_ev, profile)
+               for p, ps in enumerate(qp.planes))
 
 
 # --- Feedback (4.4) -------------------------------------------------------------------------------
@@ -409,10 +449,12 @@ def window_room(outstanding, w_max=DEFAULT_W_MAX, mpr=DEFAULT_MPR):
     return outstanding < min(w_max, mpr)
 
 
-def serve_qp(pointer, retx_ready, new_ready, room):
+def serve_qp(pointer, retx_ready, new_ready, room, profile=2):
     """Round-robin over QPs: ``(Serve or None, new pointer)``.
 
-    QP q is eligible when ``retx_ready[q]``, or ``new_ready[q]`` and ``room[q]``; the first eligible
+    Profile 2: QP q is eligible when ``room[q]`` (limit (b): its window has room) and it has a
+    retransmission or a new packet ready (``new_ready`` folds limit (a) in). Profile 1: when
+    ``retx_ready[q]`` (no room needed), or ``new_ready[q]`` and ``room[q]``. The first eligible
     from ``pointer`` is served (its retransmission first) and the pointer moves past it.
     """
     count = len(retx_ready)
@@ -420,7 +462,11 @@ def serve_qp(pointer, retx_ready, new_ready, room):
         raise ValueError("retx_ready, new_ready and room must have one entry per QP")
     for k in range(count):
         q = (pointer + k) % count
-        if retx_ready[q] or (new_ready[q] and room[q]):
+        if profile == 1:
+            eligible = retx_ready[q] or (new_ready[q] and room[q])
+        else:
+            eligible = room[q] and (retx_ready[q] or new_ready[q])
+        if eligible:
             return Serve(q, bool(retx_ready[q])), (q + 1) % count
     return None, pointer
 
@@ -436,7 +482,7 @@ class EvTable:
     """
 
     def __init__(self, planes, num_t1, slots=DEFAULT_SLOTS, backup=DEFAULT_BACKUP,
-                 ev_min_active=DEFAULT_EV_MIN_ACTIVE):
+                 ev_min_active=DEFAULT_EV_MIN_ACTIVE, profile=2):
         if not isinstance(planes, int) or not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1..{MAX_PLANES}, got {planes!r}")
         if not isinstance(num_t1, int) or not 1 <= num_t1 <= MAX_T1:
@@ -447,6 +493,12 @@ class EvTable:
             raise ValueError(f"backup (B) must be >= 0, got {backup!r}")
         if not isinstance(ev_min_active, int) or ev_min_active < 0:
             raise ValueError(f"ev_min_active must be >= 0, got {ev_min_active!r}")
+        if profile not in (1, 2):
+            raise ValueError(f"profile must be 1 or 2, got {profile!r}")
+        if profile == 2 and ev_min_active > planes * slots:
+            raise ValueError(f"ev_min_active {ev_min_active} > N x A = {planes * slots} "
+                             f"(docs/protocol.md 4.3)")
+        self.profile = profile
         self.planes = planes
         self.num_t1 = num_t1
         self.slots = slots
@@ -561,11 +613,12 @@ class EvTable:
 
     def choose(self, qpn, room, avoid_ev=None):
         """Choose plane and slot for one packet of ``qpn``; ``None`` when it must wait."""
-        choice, self.qps[qpn] = choose(self.qp(qpn), self.plane_ok(room), avoid_ev)
+        choice, self.qps[qpn] = choose(self.qp(qpn), self.plane_ok(room), avoid_ev,
+                                       self.profile)
         return choice
 
     def can_choose(self, qpn, room, avoid_ev=None):
-        return choosable_anywhere(self.qp(qpn), self.plane_ok(room), avoid_ev)
+        return choosable_anywhere(self.qp(qpn), self.plane_ok(room), avoid_ev, self.profile)
 
     # Feedback (4.4) ------------------------------------------------------------------------------
 
@@ -614,3 +667,13 @@ class EvTable:
     def letters(self, qpn):
         """Every slot's state, one string of letters per plane (vectors/spray.json format)."""
         return self.qp(qpn).letters()
+
+
+class EvTableV1(EvTable):
+    """:class:`EvTable` with the version-1 choice (``profile`` = 1: a retransmission hides only
+    the slot of the EV it avoids, with no fallback; any ``ev_min_active``), the rule
+    ``rtl/spray_scheduler.py`` implements today; its cocotb benches build this one."""
+
+    def __init__(self, planes, num_t1, slots=DEFAULT_SLOTS, backup=DEFAULT_BACKUP,
+                 ev_min_active=DEFAULT_EV_MIN_ACTIVE):
+        super().__init__(planes, num_t1, slots, backup, ev_min_active, profile=1)

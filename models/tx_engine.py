@@ -71,14 +71,17 @@ class TxEngineModel:
 
     def __init__(self, memory, n_qps=16, n_planes=8, data_width=64, pmtu=4096, wrs_per_qp=8,
                  slots=DEFAULT_SLOTS, backups=DEFAULT_BACKUP, ev_min_active=DEFAULT_EV_MIN_ACTIVE,
-                 num_t1=256):
+                 num_t1=256, profile=1):
         self.n_planes = n_planes
         self.data_width = data_width
         self.core_width = default_core_width(n_planes, data_width)
         self.fifo_depth = default_fifo_depth(self.core_width, pmtu)
         self.segmenter = SegmenterModel(memory, n_qps, wrs_per_qp, pmtu)
         self.path = TxPathModel(n_qps, n_planes, pmtu)
-        self.table = EvTable(n_planes, num_t1, slots, backups, ev_min_active)
+        # The RTL transmit engine of today is profile 1 as a whole (its segmenter takes PSN
+        # limits and serves retransmissions without window room); ``profile`` selects only the
+        # EV table's choice (models/spray.py) until [feedback-v2-rtl] moves the rest.
+        self.table = EvTable(n_planes, num_t1, slots, backups, ev_min_active, profile=profile)
         self.inserter = HeaderInserterModel(self.core_width, pmtu)
         self.expected = [[] for _ in range(n_planes)]
 

@@ -158,6 +158,13 @@ def fault_timeline(scenario):
             if fault.kind in ("link", "flap", "link_impair"):
                 cable = ("uplink", fault.plane, fault.t0, fault.t1)
                 cables = [(cable, (UP, DOWN))]
+            elif fault.kind == "switch":
+                # A T1 restart: every cable of the T1 cut, both ways, until its table is
+                # rewritten (windows() ends there). The RTL controller does not wipe and
+                # rewrite the RTL switch's table: for the frames the two look the same (dropped
+                # at the switch, counted as cut instead of no route).
+                cables = [(("uplink", fault.plane, t0, fault.t1), (UP, DOWN))
+                          for t0 in range(scenario.topology.t0s)]
             elif fault.kind == "port":
                 cables = [(("host", fault.host, fault.plane), (UP, DOWN))]
             else:   # path: every T1 -> T0 direction of the T1

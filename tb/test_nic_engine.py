@@ -107,7 +107,7 @@ class Nic(HostTraffic):
         self.cfg = ConfigDriver(PrefixedPort(dut, prefix))
         self.regs = driver.Nic(self.cfg, p, name=f"NIC {prefix}")
         self.ev = RecordSource(dut, f"{prefix}_s_ev")
-        self.model = Reliability(n_qps=p["n_qps"], ring=p["ring"],
+        self.model = Reliability(profile=1, n_qps=p["n_qps"], ring=p["ring"],
                                  probe_entries=p["probe_entries"], wr_depth=p["wr_depth"],
                                  timer_bits=p["timer_bits"])
         self.qp_config = QpConfig(**QP_CONFIG)

@@ -34,7 +34,7 @@ from models.layouts import NackReason, Opcode
 from models.records import (COMPLETION, CONTROL_RECORD, EV_EVENT, EV_MARKED, FEEDBACK_RECORD,
                             PSN_LIMIT, RETIRE, RETX_REQUEST, SEND_RECORD, WORK_REQUEST,
                             ext_to_int)
-from models.reliability import COUNTERS, TRACE, QpConfig, Reliability as Model, Source
+from models.reliability import COUNTERS, TRACE, QpConfig, ReliabilityV1 as Model, Source
 from models.rx_tracker import Nack, Sack, psn_add
 from models.reliability_world import Scenario, World
 from rtl.reliability import (ADDR_COUNTERS, ADDR_NOW, ADDR_PROBE_ID, ADDR_STATUS, OFF_INFO,
@@ -58,7 +58,7 @@ PERF_COUNT = 64
 def episodes(n_qps, timer_bits):
     """(scenario, per-QP configs, idle/backpressure level) of each episode."""
     k = min(4, timer_bits - 1)
-    base = dict(planes=2, num_t1=3, slots=4, backup=2, ev_min_active=2)
+    base = dict(planes=2, num_t1=3, slots=4, backup=2, ev_min_active=2, profile=1)
     normal = QpConfig(w_max=12, timeout_exp=k, retry_limit=7, probe_period=4)
     doomed = QpConfig(w_max=12, timeout_exp=k - 1, retry_limit=1, probe_period=3)
     first = Scenario(**base, tick_cycles=32, wrs_per_qp=14, loss=0.03, trim=0.03, ce=0.03,

@@ -171,7 +171,7 @@ class EngineBench:
         self.n_planes, self.width = engine["n_planes"], engine["data_width"]
         self.model = RxEngineModel(n_planes=self.n_planes, data_width=self.width,
                                    n_qps=engine["n_qps"], n_regions=engine["n_regions"],
-                                   mpr=engine["mpr"], wimm_max=engine["wimm_max"])
+                                   mpr=engine["mpr"], wimm_max=engine["wimm_max"], profile=1)
         self.core = self.model.front.config.core_width
         self.cfg = ConfigDriver(dut)
         self.idle = 0.0                 # per plane and cycle

@@ -42,7 +42,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from models.layouts import DATA_OPCODES, Dscp, Ecn, IMM_OPCODES, NackReason, Opcode
 from models.records import (COMPLETION, CONTROL_RECORD, RX_EVENT, RX_VERDICT, RxVerdict,
                             int_to_ext)
-from models.rx_tracker import (PSN_MODULUS, Arrival, Probe, RxTracker as ModelTracker, Sack,
+from models.rx_tracker import (PSN_MODULUS, Arrival, Probe, RxTrackerV1 as ModelTracker, Sack,
                                Verdict, psn_add, psn_diff)
 from models import conformance as vectors
 from rtl.rx_tracker import (ADDR_COUNTERS, ADDR_INFO, ADDR_STATUS, COUNTERS, CYCLES_PER_EVENT,

@@ -68,7 +68,7 @@ def reset_table(p):
     """The model of the scheduler just after reset: every QP present (the bench gates requests
     and events by the enable bits), slot EVs 0 and GOOD, pools empty, pointers 0, LFSRs 1."""
     nq, npl, a, b = p["n_qps"], p["n_planes"], p["slots"], p["backups"]
-    table = EvTable(npl, num_t1=MAX_T1, slots=a, backup=b, ev_min_active=p["ev_min_active"])
+    table = EvTable(npl, num_t1=MAX_T1, slots=a, backup=b, ev_min_active=p["ev_min_active"], profile=1)
     for q in range(nq):
         table.qps[q] = QpSet(tuple(PlaneSet(pl, (0,) * a, (G,) * a, (None,) * b, 0, 1)
                                    for pl in range(npl)))

@@ -30,7 +30,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from models.layouts import CONTROL_OPCODES, DATA_OPCODES, Opcode
 from models.records import (CONTROL_RECORD, PLANE_FRAME, SEND_RECORD, SPRAY_ANSWER,
                             SPRAY_REQUEST, TX_HEADER, TX_PACKET)
-from models.spray import Choice, EvTable, make_ev
+from models.spray import Choice, EvTableV1 as EvTable, make_ev
 from models.tx_path import COUNTERS, QpContext, TxPathModel
 from rtl.tx_path import (ADDR_BLOCK, ADDR_INFO, ADDR_OWN_HOST, ADDR_OWN_T0, ADDR_QP_ENABLE,
                          OFF_PEER_HOST, OFF_PEER_PATH, OFF_PEER_QPN, TxPath, port_addr, qp_addr)

@@ -192,9 +192,10 @@ def test_protocol_sections_have_the_profile_titles():
 
 
 def v1_marks(text):
-    """The "v1 today" marks: each a quoted block starting with **v1 today:**."""
+    """The "v1 today" marks: each a quoted block starting with **v1 today:** or **v1 today in the
+    RTL:**."""
     marks = []
-    for match in re.finditer(r"^> \*\*v1 today:\*\*.*(?:\n>.*)*", text, re.M):
+    for match in re.finditer(r"^> \*\*v1 today(?: in the RTL)?:\*\*.*(?:\n>.*)*", text, re.M):
         marks.append(re.sub(r"\n>\s?", " ", match.group(0)))
     return marks
 

@@ -29,7 +29,7 @@ from models.packets import Addresses, build_frame, data_packet, parse_frame
 from models.records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
 from models.reliability import QpConfig, Reliability
 from models.rx_tracker import Arrival, Nack, Probe, RxState, RxTracker, Sack, psn_add
-from models.spray import EvTable, ev_path, make_ev
+from models.spray import EvTable, ev_path, ev_t1, make_ev
 from models.switch_queue import EgressPort, PortConfig, Verdict
 from models.reliability_world import World, run_model
 from models.tests.strategies import reliability_scenarios
@@ -390,8 +390,13 @@ class TwinReliability:
         for a, b in zip(slow.qps, fast.qps):
             assert (a is None) == (b is None)
             if a is not None:
-                assert (a.cack, a.next_psn, a.error, a.wrs, a.entries) == \
-                    (b.cack, b.next_psn, b.error, b.wrs, b.entries)
+                assert (a.cack, a.next_psn, a.error, a.wrs, a.entries, a.in_flight, a.credit,
+                        a.ackreq_psn, a.announced) == \
+                    (b.cack, b.next_psn, b.error, b.wrs, b.entries, b.in_flight, b.credit,
+                     b.ackreq_psn, b.announced)
+                if slow.profile == 2:
+                    counted = [e for e in a.entries.values() if e.counted]
+                    assert a.in_flight == len(counted) <= a.cfg.w_max
         assert slow.counters == fast.counters
         return out
 
@@ -410,7 +415,7 @@ def test_fast_reliability_equals_reliability(case):
     tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 3))
     world = World(rng, sc, starts, wr_depth=8, tick0=tick0)
     twin = TwinReliability(n_qps=len(cfgs), ring=16, probe_entries=8, wr_depth=8,
-                           timer_bits=8, now=tick0)
+                           timer_bits=8, now=tick0, profile=sc.profile)
     for q, cfg in enumerate(cfgs):
         twin.setup(q, starts[q], True, cfg)
     for stream, records in twin.take().items():
@@ -420,11 +425,13 @@ def test_fast_reliability_equals_reliability(case):
     world.check_end()
 
 
-def test_fast_reliability_timers_in_psn_order_across_the_wrap():
+@pytest.mark.parametrize("profile", [1, 2])
+def test_fast_reliability_timers_in_psn_order_across_the_wrap(profile):
     """PSNs sent in one tick across the PSN wrap time out together: the retransmissions, BAD
     events and the retry-limit error come in PSN order from both blocks; NACKs put PSNs on
-    their own timers (NO_PKT_BUFFER) or behind cack_psn (PSN_OOR_WINDOW)."""
-    twin = TwinReliability(n_qps=2, ring=16, timer_bits=8)
+    their own timers (NO_PKT_BUFFER) or behind cack_psn (PSN_OOR_WINDOW). Profile 2: the first
+    timeout of a path declares the other PSNs on it lost (PATH_LOST, not charged)."""
+    twin = TwinReliability(n_qps=2, ring=16, timer_bits=8, profile=profile)
     start = (1 << 24) - 3
     for qpn in (0, 1):
         twin.setup(qpn, start, True, QpConfig(w_max=16, timeout_exp=2, retry_limit=1,
@@ -449,11 +456,25 @@ def test_fast_reliability_timers_in_psn_order_across_the_wrap():
     timeout, other = RetxCause.TIMEOUT, RetxCause.NACK_OTHER
     assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[2]["retx"]] == \
         [(1, psn_add(start, 4), other)]
-    assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
-        [(0, psn_add(start, k), timeout) for k in range(6)] + \
-        [(1, psn_add(start, k), timeout) for k in range(4)] + [(1, psn_add(start, 5), other)]
-    assert [r["status"] for out in outputs for r in out["cpl"]] == \
-        [CompletionStatus.RETRY_EXCEEDED] * 2
+    if profile == 1:
+        assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
+            [(0, psn_add(start, k), timeout) for k in range(6)] + \
+            [(1, psn_add(start, k), timeout) for k in range(4)] + \
+            [(1, psn_add(start, 5), other)]
+        assert [r["status"] for out in outputs for r in out["cpl"]] == \
+            [CompletionStatus.RETRY_EXCEEDED] * 2
+    else:
+        # EVs on paths (0, 0), (0, 1), (0, 2) for k mod 3: PSNs k and k + 3 share a path, so
+        # k + 3 is declared lost with k (PSN 4 waits on its NACK, PSN 5 behind cack_psn).
+        lost = RetxCause.PATH_LOST
+        assert [(r["qpn"], r["psn"], r["cause"]) for r in outputs[3]["retx"]] == \
+            [(0, psn_add(start, 0), timeout), (0, psn_add(start, 3), lost),
+             (0, psn_add(start, 1), timeout), (0, psn_add(start, 4), lost),
+             (0, psn_add(start, 2), timeout), (0, psn_add(start, 5), lost),
+             (1, psn_add(start, 0), timeout), (1, psn_add(start, 3), lost),
+             (1, psn_add(start, 1), timeout), (1, psn_add(start, 2), timeout),
+             (1, psn_add(start, 5), other)]
+        assert [r["kind"] for r in outputs[3]["ev"]] == [EvEvent.BAD] * 6
 
 
 def random_arrival(rng, tracker):
@@ -471,15 +492,17 @@ def random_arrival(rng, tracker):
                    payload_length=rng.randrange(4097), access_ok=rng.random() > 0.01)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2 ** 24 - 1), st.sampled_from([128, 1024]), st.integers(0, 10 ** 6))
-def test_fast_rx_tracker_equals_rx_tracker(start, mpr, seed):
-    """Random data packets, probes and ticks to :class:`RxTracker` and :class:`FastRxTracker`:
-    the same result and the same state after every input, through both entry points."""
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 24 - 1), st.sampled_from([128, 1024]), st.integers(0, 10 ** 6),
+       st.sampled_from([1, 2, 2]), st.sampled_from([1024, 4096, 32768]))
+def test_fast_rx_tracker_equals_rx_tracker(start, mpr, seed, profile, sack_bytes):
+    """Random data packets, probes and ticks to :class:`RxTracker` and :class:`FastRxTracker`
+    (either profile): the same result and the same state after every input, through both
+    entry points."""
     rng = random.Random(seed)
-    slow = RxTracker(start, mpr=mpr, wimm_max=3)
-    fast, fields = FastRxTracker(start, mpr=mpr, wimm_max=3), FastRxTracker(start, mpr=mpr,
-                                                                             wimm_max=3)
+    params = dict(mpr=mpr, wimm_max=3, profile=profile, sack_bytes=sack_bytes)
+    slow = RxTracker(start, **params)
+    fast, fields = FastRxTracker(start, **params), FastRxTracker(start, **params)
     for _ in range(300):
         kind = rng.random()
         if kind < 0.8:
@@ -517,14 +540,16 @@ def test_fast_rx_tracker_state_edges():
     """States reachable only after long runs or set directly: a SACK whose bitmap base lies half
     the PSN space ahead (the bit-by-bit path), the out-of-order count and the placed bytes
     wrapping; both trackers agree."""
-    for trigger_ahead in (1 << 23) - 70, (1 << 23) - 10, (1 << 23) + 5:
+    for trigger_ahead, profile in [(t, p) for t in ((1 << 23) - 70, (1 << 23) - 10,
+                                                      (1 << 23) + 5) for p in (1, 2)]:
         state = RxState(cack_psn=100, bitmap=0b1011 << 5, uncovered=True, ticks=1,
                         last_psn=psn_add(100, trigger_ahead), last_ev=7)
-        slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+        slow = RxTracker(0, mpr=128, profile=profile)
+        fast = FastRxTracker(0, mpr=128, profile=profile)
         slow.state = fast.state = state
         assert fast.tick() == slow.tick()
         assert fast.state == slow.state
-    slow, fast = RxTracker(0, mpr=128), FastRxTracker(0, mpr=128)
+    slow, fast = RxTracker(0, mpr=128, profile=1), FastRxTracker(0, mpr=128, profile=1)
     slow.state = fast.state = RxState(cack_psn=5, ooo_count=(1 << 15) - 1,
                                       placed_bytes=(1 << 32) - 10)
     arrival = Arrival(psn=9, ev=3, payload_length=4096)
@@ -532,16 +557,16 @@ def test_fast_rx_tracker_state_edges():
     assert fast.state == slow.state and fast.state.ooo_count == 0
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(1, 4), st.sampled_from([1, 4, 16]), st.integers(0, 3),
-       st.integers(0, 10 ** 6))
-def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed):
+       st.integers(0, 10 ** 6), st.sampled_from([1, 2, 2]))
+def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed, profile):
     """Random choices (room masks, avoided EVs), EV events, planes going down and up and states
-    written directly on :class:`EvTable` and :class:`FastEvTable`: the same choices and the same
-    states."""
+    written directly on :class:`EvTable` and :class:`FastEvTable` (either profile): the same
+    choices and the same states."""
     rng = random.Random(seed)
-    t1s, floor = 4, rng.randint(0, 3)
-    tables = [cls(planes, t1s, slots=slots, backup=backup, ev_min_active=floor)
+    t1s, floor = 4, min(rng.randint(0, 3), planes * slots)
+    tables = [cls(planes, t1s, slots=slots, backup=backup, ev_min_active=floor, profile=profile)
               for cls in (EvTable, FastEvTable)]
     sets = draw_ev_sets(rng, planes, t1s, slots, backup, same_t0=rng.random() < 0.2)
     for table in tables:
@@ -573,11 +598,23 @@ def test_fast_ev_table_equals_ev_table(planes, slots, backup, seed):
 # --- NIC helpers ----------------------------------------------------------------------------------
 
 def test_ev_sets_spread_over_t1s_and_ecmp_hash_spreads():
+    """EV sets (issue [feedback-v2-model] item 3): with T a power of two dividing A, slot s
+    holds T1 s mod T, so any T consecutive rotation positions under one mask reach every T1
+    once; otherwise as evenly as the counts allow; the ECMP hash reaches every T1."""
     evs, seeds, pools = draw_ev_sets(random.Random(1), planes=4, t1s=8, slots=16, backup=8,
                                      same_t0=False)
     for p in range(4):
-        assert {ev_path(ev) for ev in evs[p]} == {(p, j) for j in range(8)}
+        assert [ev_path(ev) for ev in evs[p]] == [(p, s % 8) for s in range(16)]
+        assert [ev_path(ev) for ev in pools[p]] == [(p, b % 8) for b in range(8)]
         assert len(set(evs[p] + pools[p])) == 24 and 0 < seeds[p] < 1 << 16
+        for mask in range(16):
+            for start in range(16 - 8 + 1):
+                assert {ev_t1(evs[p][r ^ mask]) for r in range(start, start + 8)} == set(range(8))
+    for t1s, slots in ((3, 16), (6, 4), (5, 5), (8, 4), (12, 16)):
+        evs, _, _ = draw_ev_sets(random.Random(t1s), 2, t1s, slots, 2, same_t0=False)
+        for plane in evs:
+            counts = [sum(ev_t1(ev) == j for ev in plane) for j in range(t1s)]
+            assert max(counts) - min(counts) <= 1, (t1s, slots, counts)
     same, _, _ = draw_ev_sets(random.Random(1), 2, 8, 16, 8, same_t0=True)
     assert all(ev_path(ev)[1] == 0 for plane in same for ev in plane)
     picks = [ecmp_path(a, b, 0xC000 | q, 8, 0) for a in range(16) for b in range(16)
@@ -688,45 +725,65 @@ def test_cli_prints_the_summary(capsys):
     assert "FAIL" not in out
 
 
-# --- The claims at scale (issue [system] item 6) --------------------------------------------------
+# --- The claims at scale (issues [system] item 6 and [feedback-v2-model]) ---------------------
 
-def permutation(reduced, messages):
+SPRAY_SEEDS = (7, 8, 9)
+LONE_FLOOR = 0.9                # metrics.md: a lone flow at 4 KB PMTU reaches 0.9 of raw line rate
+
+
+def permutation(reduced, messages, seed=None):
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation.yaml", reduced=reduced)
-    return scenario.with_changes(traffic={"messages": messages})
+    scenario = scenario.with_changes(traffic={"messages": messages})
+    return scenario if seed is None else scenario.with_changes(seed=seed)
 
 
-def spraying_claim(scenario):
-    """MRC: every flow at >= 95% of its lone-flow goodput; the ECMP baseline's loss from hash
-    collisions in the same fabric and traffic is reported (and is a loss)."""
+def spraying_claim(scenario, min_fraction=0.95, mean_fraction=0.975):
+    """MRC: every flow at >= ``min_fraction`` of its lone-flow goodput and the mean at >=
+    ``mean_fraction``; the lone flow meets the lone-flow floor of metrics.md; the ECMP baseline
+    in the same fabric and traffic is reported, and is worse than MRC. Completion, every byte
+    and every frame (``ok``) are asserted first, for both transports."""
     mrc = run_scenario(scenario)
+    assert mrc.ok, mrc.summary()
     lone = lone_goodputs(scenario, mrc.run)
     fractions = [g / l for g, l in zip(mrc.goodputs, lone)]
     ecmp_scenario = scenario.with_changes(nic={"transport": "ecmp"})
     ecmp = run_scenario(ecmp_scenario)
+    assert ecmp.ok, ecmp.summary()
     ecmp_lone = lone_goodputs(ecmp_scenario, ecmp.run)
     ecmp_fractions = [g / l for g, l in zip(ecmp.goodputs, ecmp_lone)]
     ecmp_loss = 1 - ecmp.aggregate_gbps / sum(ecmp_lone)
+    mean = sum(fractions) / len(fractions)
+    raw = mrc.host_line_gbps
     print(f"{scenario.topology.describe()}; {len(mrc.flows)} flows of "
-          f"{scenario.traffic.messages} x {scenario.traffic.message_bytes} B")
-    print(f"MRC: goodput / lone-flow goodput min {min(fractions):.4f} mean "
-          f"{sum(fractions) / len(fractions):.4f} (lone {min(lone):.1f}-{max(lone):.1f} Gb/s)")
+          f"{scenario.traffic.messages} x {scenario.traffic.message_bytes} B, seed "
+          f"{scenario.seed}")
+    print(f"MRC: goodput / lone-flow goodput min {min(fractions):.4f} mean {mean:.4f} (lone "
+          f"{min(lone):.1f}-{max(lone):.1f} Gb/s, {max(lone) / raw:.3f} of raw line rate); "
+          f"SACKs per data frame {mrc.sacks_per_data():.3f}, trims {mrc.trims}")
     print(f"ECMP: goodput / lone-flow goodput min {min(ecmp_fractions):.4f}, loss from hash "
           f"collisions {ecmp_loss:.2%} of the lone-flow aggregate")
-    assert mrc.ok and ecmp.ok
-    assert min(fractions) >= 0.95, fractions
-    assert ecmp_loss > 0
+    if scenario.nic.pmtu == 4096:
+        assert min(lone) >= LONE_FLOOR * raw, (min(lone), raw)
+    assert min(fractions) >= min_fraction, sorted(fractions)[:5]
+    assert mean >= mean_fraction, mean
+    assert ecmp_loss > 0 and min(ecmp_fractions) < min(fractions)
     return fractions, ecmp_loss
 
 
-def failure_claim(scenario):
-    """One T0-T1 link of one plane fails: the loss it causes is at most its capacity share + 1
-    point (metrics.md)."""
+def failure_claim(scenario, slack, ratio):
+    """One T0-T1 link of one plane fails: the loss it causes (metrics.md) is at most its
+    capacity share + ``slack``, and at most ``ratio`` x the share (a bound near the measured
+    magnitude, test audit #5); the run's own checks (route-around within one timeout plus 5 us,
+    EVs marked, completion) hold."""
     loss, with_fault, without = failure_loss(scenario)
     share = scenario.topology.capacity_share()
-    print(f"{scenario.topology.describe()}: loss caused by the failure {loss:.2%}, capacity share "
-          f"{share:.2%}; route around {with_fault.route_around[0][1][0]:.2f} us")
-    assert with_fault.ok and without.ok
-    assert loss <= share + 0.01
+    print(f"{scenario.topology.describe()}, seed {scenario.seed}: loss caused by the failure "
+          f"{loss:.2%}, capacity share {share:.2%} (loss / share {loss / share:.2f}); route "
+          f"around {with_fault.route_around[0][1][0]:.2f} us")
+    assert with_fault.ok, [c for c in with_fault.checks if not c[1]]
+    assert without.ok
+    assert loss <= share + slack, (loss, share)
+    assert loss <= ratio * share, (loss, share)
     return loss, share
 
 
@@ -738,20 +795,64 @@ def test_spraying_at_line_rate_reduced():
 def test_link_failure_costs_its_capacity_share_reduced():
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation_link_down.yaml",
                              reduced=True)
-    failure_claim(scenario.with_changes(traffic={"messages": 6}))
+    # measured 0.78% against a share of 3.12%
+    failure_claim(scenario.with_changes(traffic={"messages": 6}), slack=0.0, ratio=0.5)
+
+
+LINK_DOWN = ROOT / "sim" / "scenarios" / "link_down.yaml"
+
+
+@pytest.mark.parametrize("form", ["reduced", "rtl"])
+def test_link_down_costs_at_most_its_share(form):
+    """link_down (issue [feedback-v2-model]): the loss the cut causes, against the same run
+    without it, is at most its capacity share + 1 point; its own checks hold (no 2 us bin
+    after the cut below half the pre-fault level, route-around, completion)."""
+    scenario = load_scenario(LINK_DOWN, reduced=form == "reduced", rtl=form == "rtl")
+    loss, with_fault, _ = failure_loss(scenario)
+    share = scenario.topology.capacity_share()
+    print(f"link_down {form}: loss {loss:.2%}, share {share:.2%}, lowest bin "
+          f"{with_fault.lowest_bin_after_fault()}")
+    assert with_fault.ok, [c for c in with_fault.checks if not c[1]]
+    assert loss <= share + 0.01
+    assert loss <= 0.5 * share                  # measured 0.29 (reduced), 0.29 (rtl) of it
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "measured (docs/scenarios.md, section 4): at 64 x 8 the flows through T0s whose every host "
-    "sends or receives across T1s reach 0.80-0.90 of their lone-flow goodput (mean 0.93): a SACK "
-    "for nearly every sprayed packet (docs/protocol.md 5: at once on every out-of-order arrival) adds about "
-    "4% to every link of a loaded full-bisection fabric, so those links run at load 1"))
-def test_spraying_at_line_rate_64x8():
-    spraying_claim(permutation(reduced=False, messages=16))
+def test_link_down_full_costs_at_most_its_share():
+    scenario = load_scenario(LINK_DOWN)
+    loss, with_fault, _ = failure_loss(scenario)
+    share = scenario.topology.capacity_share()
+    print(f"link_down full: loss {loss:.2%}, share {share:.2%}")
+    assert with_fault.ok and loss <= share + 0.01 and loss <= 0.5 * share
+
+
+def test_a_fault_that_meets_no_data_fails_the_route_around_check():
+    """Test audit #2: an outage no data packet met proves nothing and fails the check, unless
+    the scenario opts out (``idle_faults_ok``)."""
+    scenario = load_scenario(LINK_DOWN, reduced=True)
+    late = scenario.with_changes(faults=(replace(scenario.faults[0], at_us=5000),),
+                                 duration_us=6000)
+    result = run_scenario(late)
+    check = next(c for c in result.checks if c[0].startswith("route around"))
+    assert not check[1] and "met no data packet" in check[2]
+    allowed = run_scenario(late.with_changes(checks={"idle_faults_ok": True,
+                                                     "min_retransmitted": 0,
+                                                     "min_ev_marked": 0,
+                                                     "min_bin_fraction": None}))
+    assert allowed.ok, allowed.checks
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("seed", SPRAY_SEEDS)
+def test_spraying_at_line_rate_64x8(seed):
+    """Issue [feedback-v2-model]: at 64 x 8 every flow at >= 0.95 of its lone-flow goodput and
+    the mean at >= 0.975, in each of three seeds."""
+    spraying_claim(permutation(reduced=False, messages=16, seed=seed))
 
 
 @pytest.mark.full
 def test_link_failure_costs_its_capacity_share_64x8():
+    """One T0-T1 link cut at 64 x 8: loss <= its share + 0.5 point, routed around within one
+    timeout plus 5 us (the scenario's check)."""
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation_link_down.yaml")
-    failure_claim(scenario.with_changes(traffic={"messages": 16}))
+    failure_claim(scenario.with_changes(traffic={"messages": 16}), slack=0.005, ratio=2.0)

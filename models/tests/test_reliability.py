@@ -60,9 +60,12 @@ def marked(qpn, ev, valid=1):
     return {"qpn": qpn, "ev": ev, "valid": valid, "last": 1}
 
 
-def block(n_qps=2, start=100, cfg=CFG, **kw):
-    """A model with every QP set up from ``start`` (QP q from start + 1000 q), outputs cleared."""
-    rel = Reliability(n_qps=n_qps, ring=16, probe_entries=4, wr_depth=4, timer_bits=8, **kw)
+def block(n_qps=2, start=100, cfg=CFG, profile=1, **kw):
+    """A model with every QP set up from ``start`` (QP q from start + 1000 q), outputs cleared
+    (profile 1 unless asked: the hand-made tests of the rules both profiles share, and of the
+    PSN limit of profile 1; the profile-2 rules have their own tests below)."""
+    rel = Reliability(n_qps=n_qps, ring=16, probe_entries=4, wr_depth=4, timer_bits=8,
+                      profile=profile, **kw)
     for q in range(n_qps):
         rel.setup(q, start + 1000 * q, True, cfg)
     rel.take()
@@ -118,7 +121,7 @@ def test_window_and_timer_rules():
 
 
 def test_setup_announces_the_limit_and_the_window_bounds_new_psns():
-    rel = Reliability(n_qps=2, ring=16)
+    rel = Reliability(n_qps=2, ring=16, profile=1)
     rel.setup(0, 0xFFFFFE, True, QpConfig(w_max=4))
     rel.setup(1, 7, False)
     assert rel.take()["limit"] == [{"qpn": 0, "psn_limit": 0xFFFFFE + 4 - (1 << 24)}]
@@ -424,6 +427,126 @@ def test_apply_follows_the_trace_and_refuses_a_wrong_tick():
     assert set(COUNTERS) == set(rel.counters)
 
 
+# --- profile 2: the window in flight, AckReq, path loss, reset ---------------------------------
+
+CFG2 = QpConfig(w_max=4, mpr=128, timeout_exp=3, retry_limit=2, probe_period=4)
+RANGE = 16              # limit (a): min(MPR, ring) with the ring of 16 entries of block()
+
+
+def rooms(out):
+    return [(r["psn_limit"], r["credit"]) for r in out["limit"]]
+
+
+def test_v2_window_counts_packets_in_flight_not_psns():
+    """Limit (b) counts PSNs in flight by their latest copy: a SACK that takes PSNs behind a
+    hole as received gives their places back (credit), the hole keeps one; limit (a) is
+    cack_psn + 1 + MPR; a new PSN beyond W_max in flight is refused."""
+    rel = block(n_qps=1, cfg=CFG2, profile=2)
+    assert rel.qp(0).credit == 4 and rel.qp(0).in_flight == 0
+    sent(rel, 0, 100, 4)
+    rel.send(send(0, 104))                                  # a fifth in flight: refused
+    assert rel.counters["send_bad"] == 1 and rel.qp(0).next_psn == 104
+    out = rel.take()
+    assert rooms(out) == [(100 + RANGE, 5)]                   # the refused send's credit back
+    rel.feedback(sack(0, 99, bitmap=(101, 102, 103)))       # 100 still missing
+    assert rooms(rel.take()) == [(100 + RANGE, 8)] and rel.qp(0).in_flight == 1
+    sent(rel, 0, 104, 3)
+    assert rel.qp(0).in_flight == 4 and rel.counters["send_bad"] == 1
+    rel.feedback(sack(0, 106))
+    assert rooms(rel.take()) == [(107 + RANGE, 12)] and rel.qp(0).in_flight == 0
+
+
+def test_v2_nacks_release_or_keep_places():
+    """NACK TRIMMED: the place is given back at once (retransmission requested); NO_PKT_BUFFER
+    and PSN_OOR_WINDOW keep theirs until their retransmission is requested; a retransmission
+    takes a place again; a stale retransmission's credit comes straight back."""
+    rel = block(n_qps=1, cfg=CFG2, profile=2)
+    sent(rel, 0, 100, 3)
+    rel.take()
+    rel.feedback(nack(0, NackReason.TRIMMED, 100))
+    rel.feedback(nack(0, NackReason.NO_PKT_BUFFER, 101))
+    rel.feedback(nack(0, NackReason.PSN_OOR_WINDOW, 102))
+    out = rel.take()
+    assert rooms(out) == [(100 + RANGE, 5)] and rel.qp(0).in_flight == 2
+    assert [r["psn"] for r in out["retx"]] == [100]
+    rel.send(send(0, 100, rtx=1, ev=EV_B))
+    assert rel.qp(0).in_flight == 3
+    ticks(rel, CFG2.probe_period)                           # NO_PKT_BUFFER's wait ends
+    out = rel.take()
+    assert [r["psn"] for r in out["retx"]] == [101] and rooms(out) == [(100 + RANGE, 6)]
+    rel.feedback(sack(0, 100))                               # cack moves: the OOR PSN goes
+    out = rel.take()
+    assert [(r["psn"], r["cause"]) for r in out["retx"]] == [(102, RetxCause.CACK_MOVED)]
+    assert rooms(out) == [(101 + RANGE, 8)] and rel.qp(0).in_flight == 0
+    rel.send(send(0, 100, rtx=1))                            # acknowledged already: stale
+    assert rooms(rel.take()) == [(101 + RANGE, 9)]
+
+
+def test_v2_ackreq_at_half_window_once_in_flight():
+    rel = block(n_qps=1, cfg=QpConfig(w_max=8, timeout_exp=3, probe_period=4), profile=2)
+    due = []
+    for k in range(8):
+        due.append(rel.ackreq_due(0))
+        rel.send(send(0, 100 + k))
+    assert due == [False, False, False, True, False, False, False, False]
+    assert rel.qp(0).ackreq_psn == 103 and rel.qp(0).entries[103].ackreq
+    rel.feedback(sack(0, 102, bitmap=(104,)))               # 103 still in flight
+    assert not rel.ackreq_due(0)
+    rel.feedback(sack(0, 103))
+    assert rel.qp(0).ackreq_psn is None and rel.ackreq_due(0)
+    assert not block(profile=1).ackreq_due(0)
+
+
+def test_v2_timeout_declares_the_path_lost_atomically():
+    """The first timeout on a path (plane, j) requests every other PSN in flight on it at once
+    (PATH_LOST, in PSN order, not charged), cancels their timers; PSNs on other paths, or
+    waiting on a NACK, keep theirs."""
+    rel = block(n_qps=1, cfg=QpConfig(w_max=16, timeout_exp=3, probe_period=32), profile=2)
+    ev_a2 = make_ev(0, 1, 0x999)                             # EV_A's path, another salt
+    rel.send(send(0, 100, ev=EV_A))
+    rel.tick()
+    for k, ev in enumerate((ev_a2, EV_B, EV_A, EV_C, ev_a2)):
+        rel.send(send(0, 101 + k, ev=ev))
+    rel.feedback(nack(0, NackReason.NO_PKT_BUFFER, 105, ev=ev_a2))   # PSN 105 waits
+    rel.feedback(sack(0, 99, bitmap=(103,)))                          # 103 acknowledged
+    rel.take()
+    ticks(rel, 7)
+    out = rel.take()
+    assert [(r["psn"], r["cause"]) for r in out["retx"]] == [
+        (100, RetxCause.TIMEOUT), (101, RetxCause.PATH_LOST)]
+    assert out["ev"] == [{"qpn": 0, "ev": EV_A, "kind": EvEvent.BAD}]
+    assert rel.qp(0).entries[101].retries == 0 and rel.qp(0).entries[100].retries == 1
+    ticks(rel, 1)
+    assert [(r["psn"], r["cause"]) for r in rel.take()["retx"]] == [(102, RetxCause.TIMEOUT),
+                                                                    (104, RetxCause.TIMEOUT)]
+    ticks(rel, 24)
+    assert [(r["psn"], r["cause"]) for r in rel.take()["retx"]] == [(105, RetxCause.NACK_OTHER)]
+
+
+def test_v2_reset_flushes_pending_work_requests():
+    rel = block(n_qps=2, cfg=CFG2, profile=2)
+    for r in (7, 8):
+        rel.work_request(wr(0, r))
+    sent(rel, 0, 100, 2, req_id=7)
+    rel.reset(0, 5000)
+    out = rel.take()
+    assert out["cpl"] == [cpl(0, 7, CompletionStatus.FLUSHED), cpl(0, 8, CompletionStatus.FLUSHED)]
+    assert out["retire"] == [{"qpn": 0, "req_id": 7}, {"qpn": 0, "req_id": 8}]
+    assert rooms(out) == [(5000 + RANGE, 4)]
+    qp = rel.qp(0)
+    assert (qp.cack, qp.next_psn, qp.entries, qp.in_flight, qp.error) == (4999, 5000, {}, 0, False)
+    with pytest.raises(ValueError):
+        block(profile=1).reset(0, 5)
+
+
+def test_v2_qp_error_closes_the_room():
+    rel = block(n_qps=1, cfg=CFG2, profile=2)
+    sent(rel, 0, 100, 2)
+    rel.take()
+    rel.feedback(nack(0, NackReason.UNEXP_EVENT, 101))
+    assert rooms(rel.take()) == [(102, 4)]
+
+
 # --- the closed loop ------------------------------------------------------------------------------
 
 def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bits=8,
@@ -436,7 +559,7 @@ def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bi
     tick0 = rng.choice((0, rng.randrange(1 << 32), (1 << 32) - 3))
     world = World(rng, scenario, starts, wr_depth=wr_depth, tick0=tick0)
     model = Reliability(n_qps=n, ring=ring, probe_entries=probe_entries, wr_depth=wr_depth,
-                        timer_bits=timer_bits, now=tick0)
+                        timer_bits=timer_bits, now=tick0, profile=scenario.profile)
     for q in range(n):
         model.setup(q, starts[q], True, cfgs[q])
     for stream, records in model.take().items():
@@ -447,31 +570,79 @@ def loop(seed, scenario, cfgs, *, ring=16, probe_entries=8, wr_depth=8, timer_bi
     return world, model, cycles
 
 
+def cut_off_cycles(sc, gap=0):
+    """The longest time (cycles) during which every path a QP other than the doomed one uses
+    is dead or on a plane that is down (the doomed QP has the last T1 to itself; the others
+    spread over the rest, as ``World._ev_sets`` lays them); spans separated by less than
+    ``gap`` cycles count as one (copies a timeout apart may all miss a short gap)."""
+    usable = sc.num_t1 - (sc.doomed_qp is not None)
+    paths = [(p, j) for p in range(sc.planes) for j in range(usable)]
+
+    def dead(path, cycle):
+        return any(d == path and first <= cycle < (end if end is not None else 1 << 62)
+                   for d, first, end in sc.dead_paths) or \
+            any(p == path[0] and first <= cycle < end for p, first, end in sc.planes_down)
+
+    edges = sorted({t for _, a, b in sc.dead_paths for t in (a, b) if t is not None} |
+                   {t for _, a, b in sc.planes_down for t in (a, b)})
+    spans = []
+    for k, start in enumerate(edges):
+        if not all(dead(path, start) for path in paths):
+            continue
+        end = start
+        for nxt in edges[k + 1:]:
+            if all(dead(path, nxt) for path in paths):
+                continue
+            end = nxt
+            break
+        if spans and start - spans[-1][1] < gap:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        elif not spans or start >= spans[-1][1]:
+            spans.append((start, end))
+    return max((b - a for a, b in spans), default=0)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_closed_loop_properties(case):
     """Random fabrics and faults: the world checks every output as it comes (no retransmission
     of an acknowledged PSN, monotonic limits, completions in order) and the end state (all work
     requests completed and retired, all PSNs acknowledged unless the QP failed); a doomed QP
-    fails with RETRY_EXCEEDED, a wrong R_Key with QP_ERROR."""
+    fails with RETRY_EXCEEDED, a wrong R_Key with QP_ERROR; another QP fails with
+    RETRY_EXCEEDED only when every path it uses was dead for at least ``retry_limit`` timeouts
+    (test audit #15)."""
     sc, cfgs, seed = case
     world, model, _ = loop(seed, sc, cfgs)
+    cut = cut_off_cycles(sc, gap=max(timeout_ticks(c, 8) for c in cfgs) * sc.tick_cycles)
     if sc.doomed_qp is not None:
         assert world.status(0)[0] == CompletionStatus.RETRY_EXCEEDED
+    round_trip = 24 + 2 * sc.delay[1]            # the world's longest data-SACK round trip
+    for q, cfg in enumerate(cfgs):
+        timeout = timeout_ticks(cfg, 8) * sc.tick_cycles
+        if q == sc.doomed_qp or timeout < 2 * round_trip:
+            # Timeouts shorter than a round trip mark live paths bad; with the floor keeping a
+            # dead path choosable, profile 2's fallback (4.3) resends there and a QP can fail
+            # with a live path (docs/protocol.md 10, point 19).
+            continue
+        if CompletionStatus.RETRY_EXCEEDED in world.status(q):
+            assert cut >= cfg.retry_limit * timeout, (q, cut)
     if sc.bad_wr is not None and sc.bad_wr[0] != sc.doomed_qp and sc.bad_wr[1] < sc.wrs_per_qp:
         statuses = world.status(sc.bad_wr[0])
-        assert CompletionStatus.QP_ERROR in statuses
-        assert CompletionStatus.RETRY_EXCEEDED not in statuses
+        if CompletionStatus.RETRY_EXCEEDED not in statuses:
+            assert CompletionStatus.QP_ERROR in statuses
+        else:
+            assert cut > 0
     assert model.counters["completion"] == sum(len(s.wrs) for s in world.senders)
 
 
-def test_closed_loop_qp_without_a_live_path_exceeds_its_retries():
+@pytest.mark.parametrize("profile", [1, 2])
+def test_closed_loop_qp_without_a_live_path_exceeds_its_retries(profile):
     """Every path of QP 1 dead (its one T1; the doomed QP 0 has the other) until cycle 400, longer
     than its 7 retries with 4-tick timeouts: its wrong-R_Key work request never reaches the
     receiver, so it completes with RETRY_EXCEEDED, not QP_ERROR (hypothesis found this case)."""
     sc = Scenario(planes=1, num_t1=2, slots=2, backup=0, ev_min_active=1, tick_cycles=16,
                   wrs_per_qp=1, max_packets=1, loss=0, trim=0, ce=0, nobuf=0, oor=0,
-                  dead_paths=(((0, 0), 0, 400),), doomed_qp=0, bad_wr=(1, 0))
+                  dead_paths=(((0, 0), 0, 400),), doomed_qp=0, bad_wr=(1, 0), profile=profile)
     cfgs = [QpConfig(w_max=1, timeout_exp=2, retry_limit=0, probe_period=1)] + \
         [QpConfig(w_max=1, timeout_exp=2, retry_limit=7, probe_period=1)] * 2
     world, _, _ = loop(0, sc, cfgs)
@@ -480,11 +651,12 @@ def test_closed_loop_qp_without_a_live_path_exceeds_its_retries():
     assert world.stats["lost_dead_path"] > 7
 
 
-def test_closed_loop_error_isolation():
+@pytest.mark.parametrize("profile", [1, 2])
+def test_closed_loop_error_isolation(profile):
     """QP 0 has every path dead (RETRY_EXCEEDED), QP 2 sends a wrong R_Key (QP_ERROR); QPs 1 and 3
     complete everything, OK, through loss, trims, CE marks and a plane going down."""
     sc = Scenario(planes=2, num_t1=3, doomed_qp=0, bad_wr=(2, 4), wrs_per_qp=20,
-                  planes_down=((1, 300, 600), (0, 700, 900)))
+                  planes_down=((1, 300, 600), (0, 700, 900)), profile=profile)
     cfgs = [QpConfig(w_max=12, timeout_exp=3, retry_limit=2 if q == 0 else 7, probe_period=4)
             for q in range(4)]
     world, model, _ = loop(11, sc, cfgs)
@@ -514,20 +686,22 @@ class _PathWatch:
         world.table.choose = logged
 
 
-def test_dead_path_is_dropped_within_a_timeout_and_used_again_after_it_heals():
+@pytest.mark.parametrize("profile", [1, 2])
+def test_dead_path_is_dropped_within_a_timeout_and_used_again_after_it_heals(profile):
     """Path (1, 0) drops everything from cycle 1000 to 3000. Within one timeout plus a round trip
     of its first loss, no QP puts data on it; probes bring its EVs back and traffic uses it again
     after it heals."""
     die, heal = 1000, 3000
     sc = Scenario(planes=2, num_t1=2, slots=4, backup=1, ev_min_active=1, wrs_per_qp=150,
                   max_packets=3, send_gap=(3, 6), loss=0, trim=0, ce=0, nobuf=0, oor=0,
-                  dead_paths=(((1, 0), die, heal),), tick_cycles=16)
+                  dead_paths=(((1, 0), die, heal),), tick_cycles=16, profile=profile)
     cfgs = [QpConfig(w_max=16, timeout_exp=4, retry_limit=7, probe_period=4)] * 3
     rng = random.Random(5)
     starts = [rng.randrange(1 << 24) for _ in cfgs]
     world = World(rng, sc, starts, wr_depth=8)
     watch = _PathWatch(world)
-    model = Reliability(n_qps=3, ring=16, probe_entries=16, wr_depth=8, timer_bits=8)
+    model = Reliability(n_qps=3, ring=16, probe_entries=16, wr_depth=8, timer_bits=8,
+                        profile=sc.profile)
     for q in range(3):
         model.setup(q, starts[q], True, cfgs[q])
     for stream, records in model.take().items():

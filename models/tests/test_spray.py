@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from models.layouts import NackReason, Opcode, SackVerdict
 from models.records import EV_MARKED, EvEvent
 from models import conformance as vectors
-from models.spray import (LFSR_TAPS, MAX_T1, Choice, EvTable, PlaneSet, QpSet, Serve, SlotState,
+from models.spray import (LFSR_TAPS, MAX_T1, Choice, EvTable, EvTableV1, PlaneSet, QpSet, Serve, SlotState,
                           choosable_anywhere, choose, ev_marked_records, ev_path, ev_plane, ev_t1,
                           feedback_skips, lfsr_step, make_ev, mark_bad, plane_ok_list, refill,
                           serve_qp, window_room)
@@ -21,10 +21,21 @@ KINDS = (EvEvent.SKIP, EvEvent.BAD, EvEvent.RECOVERED, EvEvent.DENY, EvEvent.ALL
 
 # --- Conformance vectors --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", range(len(CASES)))
-def test_vectors_spray(case):
-    init, ops = CASES[case]["init"], CASES[case]["ops"]
-    table = EvTable(init["planes"], num_t1=MAX_T1, slots=init["A"], backup=0)
+V2_CASES = vectors.load("spray-v2.json")
+VECTOR_CASES = [("spray.json", 1, c) for c in range(len(CASES))] + \
+    [("spray-v2.json", 2, c) for c in range(len(V2_CASES))]
+
+
+@pytest.mark.parametrize("name, profile, case", VECTOR_CASES)
+def test_vectors_spray(name, profile, case):
+    """vectors/spray.json with profile 1, vectors/spray-v2.json with profile 2 (the default):
+    every choice and every slot state after it."""
+    vec = (CASES if profile == 1 else V2_CASES)[case]
+    init, ops = vec["init"], vec["ops"]
+    if profile == 1:
+        table = EvTableV1(init["planes"], num_t1=MAX_T1, slots=init["A"], backup=0)
+    else:
+        table = EvTable(init["planes"], num_t1=init["t1s"], slots=init["A"], backup=0)
     table.configure_qp(7, init["slots"], init["lfsr_seeds"])
     for index, op in enumerate(ops):
         if op["op"] == "set_state":
@@ -142,12 +153,32 @@ def test_nothing_choosable_waits_unchanged():
     assert table.choose(1, 0b11) is None
 
 
-def test_avoided_only_slot_waits():
-    table = EvTable(1, num_t1=4, slots=2, backup=0)
+def test_avoided_only_slot_waits_in_profile_1():
+    table = EvTableV1(1, num_t1=4, slots=2, backup=0)
     table.configure_qp(1, [[make_ev(0, 0), make_ev(0, 1)]], [3])
     table.set_state(1, 0, 1, D)
     assert table.choose(1, [True], avoid_ev=make_ev(0, 0)) is None
     assert table.choose(1, [True]) == Choice(0, 0, make_ev(0, 0), 1)
+
+
+def test_avoidance_falls_back_in_profile_2():
+    """Profile 2 (docs/protocol.md 4.3): the avoided path first (another path of the plane, or
+    another plane), then only the avoided EV (another slot on its path), then nothing (the
+    avoided slot itself): a retransmission never waits while a slot is choosable."""
+    ev = [make_ev(0, j, salt) for j, salt in ((0, 1), (1, 2), (0, 3), (1, 4))]
+    table = EvTable(1, num_t1=2, slots=4, backup=0, ev_min_active=0)
+    table.configure_qp(1, [ev], [3])
+    for _ in range(6):
+        assert ev_path(table.choose(1, [True], avoid_ev=ev[0]).ev) == (0, 1)
+    table.set_state(1, 0, 1, D)
+    table.set_state(1, 0, 3, D)
+    assert table.choose(1, [True], avoid_ev=ev[0]).ev == ev[2]       # same path, other EV
+    table.set_state(1, 0, 2, A)
+    assert table.choose(1, [True], avoid_ev=ev[0]).ev == ev[0]       # nothing else at all
+    assert table.choose(1, [False], avoid_ev=ev[0]) is None
+    with pytest.raises(ValueError, match="ev_min_active"):
+        EvTable(2, num_t1=2, slots=2, ev_min_active=5)
+    EvTableV1(2, num_t1=2, slots=2, ev_min_active=5)
 
 
 
@@ -168,8 +199,12 @@ def qp_tables(draw, max_planes=4):
     slots = draw(st.sampled_from([1, 2, 4, 8]))
     backup = draw(st.integers(0, 3))
     num_t1 = draw(st.integers(1, 4))
-    table = EvTable(planes, num_t1=num_t1, slots=slots, backup=backup,
-                    ev_min_active=draw(st.integers(0, 6)))
+    profile = draw(st.sampled_from([1, 2]))
+    floor = draw(st.integers(0, 6))
+    if profile == 2:
+        floor = min(floor, planes * slots)
+    table = EvTable(planes, num_t1=num_t1, slots=slots, backup=backup, ev_min_active=floor,
+                    profile=profile)
     ev = st.builds(make_ev, st.just(0), st.integers(0, num_t1 - 1), st.integers(0, 3))
     evs = [[make_ev(p, ev_t1(e), e >> 12) for e in draw(st.lists(ev, min_size=slots,
                                                                   max_size=slots))]
@@ -204,15 +239,26 @@ def check_refill_invariants(before, after, arrived):
                 assert ev_path(ps.evs[slot]) not in bad
 
 
-def check_choice(qp, new, choice, ok, avoid):
+def check_choice(qp, new, choice, ok, avoid, profile=2):
     if choice is None:
-        assert not choosable_anywhere(qp, ok, avoid)
+        assert not choosable_anywhere(qp, ok, avoid, profile)
         assert new == qp
         return
     ps = qp.planes[choice.plane]
     assert ok[choice.plane], "chose a plane that is not ok"
     assert ps.states[choice.slot] in (G, S), "chose an ASSUMED_BAD or DENIED slot"
-    assert choice.ev == ps.evs[choice.slot] != avoid, "chose the avoided EV"
+    assert choice.ev == ps.evs[choice.slot]
+    if profile == 2 and avoid is not None:
+        # The avoided path only when no other path was choosable, the avoided EV only when
+        # nothing else was (docs/protocol.md 4.3).
+        if ev_path(choice.ev) == ev_path(avoid):
+            assert not any(ok[p] and qp.planes[p].choosable(avoid_path=ev_path(avoid))
+                           for p in range(len(qp.planes)))
+        if choice.ev == avoid:
+            assert not any(ok[p] and qp.planes[p].choosable(avoid_ev=avoid)
+                           for p in range(len(qp.planes)))
+        avoid = None          # the slots' states below: the rule of the level used
+    assert choice.ev != avoid, "chose the avoided EV"
     assert choice.slot == choice.position ^ ps.mask
     assert new.planes[choice.plane].states[choice.slot] == G
     assert new.plane_pointer == (choice.plane + 1) % len(qp.planes)
@@ -241,7 +287,7 @@ def test_random_operations_keep_every_rule(table, data):
             avoid = data.draw(st.one_of(st.none(), st.sampled_from(held)))
             ok = table.plane_ok(room)
             choice = table.choose(3, room, avoid)
-            check_choice(qp, table.qp(3), choice, ok, avoid)
+            check_choice(qp, table.qp(3), choice, ok, avoid, table.profile)
         else:
             kind = data.draw(st.sampled_from(KINDS))
             pooled = [e for ps in qp.planes for e in ps.pool if e is not None]
@@ -275,7 +321,7 @@ def check_bad(qp, new, ev, marked, floor):
 @given(planes=st.integers(1, 8), slots=st.sampled_from([1, 2, 4, 8, 16]),
        packets=st.integers(1, 300), seeds=st.lists(st.integers(1, 0xFFFF), min_size=8, max_size=8))
 def test_all_good_spray_is_even(planes, slots, packets, seeds):
-    table = EvTable(planes, num_t1=MAX_T1, slots=slots, backup=0)
+    table = EvTable(planes, num_t1=MAX_T1, slots=slots, backup=0, ev_min_active=0)
     table.configure_qp(0, [[make_ev(p, s) for s in range(slots)] for p in range(planes)],
                        seeds[:planes])
     uses = Counter()
@@ -453,8 +499,12 @@ def test_serve_qp_round_robin(data, count):
     flags = st.lists(st.booleans(), min_size=count, max_size=count)
     pointer = data.draw(st.integers(0, count - 1))
     retx, new, room = data.draw(flags), data.draw(flags), data.draw(flags)
-    served, next_pointer = serve_qp(pointer, retx, new, room)
-    eligible = [q for q in range(count) if retx[q] or (new[q] and room[q])]
+    profile = data.draw(st.sampled_from([1, 2]))
+    served, next_pointer = serve_qp(pointer, retx, new, room, profile)
+    if profile == 1:
+        eligible = [q for q in range(count) if retx[q] or (new[q] and room[q])]
+    else:               # profile 2: retransmissions need window room too (limit (b))
+        eligible = [q for q in range(count) if room[q] and (retx[q] or new[q])]
     if not eligible:
         assert (served, next_pointer) == (None, pointer)
         return
@@ -467,7 +517,7 @@ def test_serve_qp_takes_turns():
     pointer, order = 0, []
     for _ in range(6):
         served, pointer = serve_qp(pointer, [False, True, False], [True, False, True],
-                                   [True, False, True])
+                                   [True, False, True], profile=1)
         order.append(served)
     assert order == [Serve(0, False), Serve(1, True), Serve(2, False)] * 2
     with pytest.raises(ValueError):
