@@ -121,7 +121,7 @@ class Recorder:
                           f"at {missing[0].cycle / CYCLES_PER_US:.2f} us")
         # route around; an outage no data frame met proves nothing and fails unless the scenario
         # says so (checks.idle_faults_ok; audit #2)
-        idle_ok = getattr(checks, "idle_faults_ok", False)
+        idle_ok = checks.idle_faults_ok
         arounds = []
         for fault, window, cable, start, stop in self.outages():
             cycles, frames = route_around(self.entries.get(cable, []), start, stop)

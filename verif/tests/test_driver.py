@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from models.fabric_nic import draw_ev_sets, region_base, region_rkey
+from models.fabric_nic import region_base, region_rkey
 from models.fabric_topology import Topology
 from models.records import COMPLETION, EV_EVENT, WORK_REQUEST, CompletionStatus, EvEvent
 from models.reliability import QpConfig
@@ -34,6 +34,7 @@ from verif.driver import (READ, WRITE, AsyncAccess, DriverError, Link, Nic, Reco
                           SyncAccess, as_access, completion, ev_event, work_request)
 
 REFERENCE = Path(__file__).parent / "data" / "configure_reference.json"
+REFERENCE_EV_SETS = Path(__file__).parent / "data" / "configure_reference_ev_sets.json"
 STATUS = nic_addr("tx", engine_addr("spray", spray_map.ADDR_STATUS))
 # What the scheduler's status word answers, read after read: table writes wait (bit 0), the
 # engine and the pipeline run (bits 1, 2), so both of configure's polling loops go round.
@@ -92,8 +93,10 @@ def scenario_inputs(name):
         qp_config = QpConfig()
     start_psns = {q: rng.choice((0, (1 << 24) - 3, rng.getrandbits(24))) for q in peers}
     peer_starts = {q: rng.getrandbits(24) for q in peers}
-    ev_sets = {q: draw_ev_sets(rng, topo.planes, topo.t1s, params["slots"], params["backups"],
-                               topo.same_t0(host, peer)) for q, peer in peers.items()}
+    # The EV sets the reference was captured with (models.fabric_nic.draw_ev_sets as it drew
+    # them at that commit; the drawing has changed since, the set-up steps must not).
+    drawn = json.loads(REFERENCE_EV_SETS.read_text())[name]
+    ev_sets = {q: drawn[str(q)] for q in peers}
     return dict(params=params, topo=topo, host=host, peers=peers, start_psns=start_psns,
                 peer_starts=peer_starts, ev_sets=ev_sets, qp_config=qp_config)
 
