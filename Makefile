@@ -8,7 +8,7 @@
 #   one simulator with a summary table), bench, verilog, clean,
 #   report (LUT/FF/BRAM/Fmax of every block and board), fpga BOARD=<board> (a bitstream),
 #   fpga-ci (the ULX3S NIC-loop and iCEBreaker bitstreams of the CI job .ci/fpga; make test
-#   builds the small ones: icebreaker, ulx3s_frame),
+#   builds the smallest: icebreaker; test-full also ulx3s_frame),
 #   regs (docs/regs/: every top's register map as SystemRDL, C header, IP-XACT and Markdown,
 #   read from the RTL; and docs/registers.md section 6),
 #   fusesoc (the NIC engine's FuseSoC core, fpga/fusesoc/, built with Verilator lint;
