@@ -32,13 +32,11 @@ from verif.host_traffic import HostTraffic
 
 __all__ = ["Controller", "Host", "QP_CONFIG", "CYCLE_PS", "NIC_COUNTERS", "peer_of"]
 
-# The two-NIC bench's QP parameters, but a timeout of 2^9 ticks (8392 cycles, 33.6 us at the NICs'
-# 16 MHz tick clock) instead of 2^7. The v1 RTL starts a packet's timer when the segmenter hands it
-# over, not when it leaves the NIC, and through one plane each NIC port queues up to 8 messages
-# of 2 PMTU per QP (32 KB, 16 us at 16 Gb/s) ahead of it: 2^7 ticks (2098 cycles) once timed out
-# for nothing on a lossless fabric, and so did 2^8 (4196 cycles) after the streams rework added
-# register slices on the path (steady_cut_heal, test-full, 2026-12-02: one spurious timeout).
-QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=9, retry_limit=3, probe_period=16)
+# The two-NIC bench's QP parameters, but a timeout of 2^8 ticks (4196 cycles at the NICs' 16 MHz
+# tick clock) instead of 2^7: through RTL switches with one plane, eight outstanding messages of up
+# to 2 PMTU per NIC port once took longer than 2^7 ticks (2098 cycles) to be acknowledged on a
+# lossless fabric, and the timer retransmitted for nothing.
+QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=8, retry_limit=3, probe_period=16)
 CYCLE_PS = 4000                   # 250 MHz
 # The reliability counters the controller sums (models/reliability.py COUNTERS): packets sent and
 # retransmitted, SACKs and NACKs taken, timeouts, retransmissions asked, EVs marked ASSUMED_BAD,
