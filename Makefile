@@ -27,8 +27,9 @@ JOBS ?= 2
 SIM ?= verilator
 BOARD ?= ulx3s
 SCENARIO ?= sim/scenarios/link_down.yaml
-# The upstream conformance vectors that `make vectors-check` compares the repository's copy with.
-SPEC_VECTORS ?= ../shared/spec/vectors
+# The upstream conformance vectors that `make vectors-check` compares the repository's copy with:
+# a folder you name (make vectors-check SPEC_VECTORS=<folder>); nothing outside is read by default.
+SPEC_VECTORS ?=
 # Every recipe runs in the project's tool environment (one place: scripts/env.sh).
 ENV := source scripts/env.sh &&
 PYTEST := $(ENV) python -m pytest -n $(JOBS) --dist loadgroup --durations=30
@@ -54,6 +55,7 @@ test-full: setup
 	$(ENV) python -m verif.coverage
 
 vectors-check: setup
+	@test -n "$(SPEC_VECTORS)" || { echo "vectors-check: name the upstream folder: make vectors-check SPEC_VECTORS=<folder>"; exit 2; }
 	$(ENV) python -m models.conformance --check $(SPEC_VECTORS)
 
 sim: setup
