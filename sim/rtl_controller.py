@@ -43,6 +43,10 @@ CYCLE_PS = 4000                   # 250 MHz
 # probes sent, EVs recovered, QPs in error.
 NIC_COUNTERS = ("send", "send_retx", "sack", "nack", "timeout", "retx", "marked", "probe",
                 "recovered", "qp_error")
+# The receive front's per-plane drop counters (models/rx_front.py PLANE_COUNTERS), summed as
+# rx_<name>: frames dropped bad, dropped for want of a header slot (v1: neither counted by the
+# sender nor NACKed, so its timer recovers them), kept as a header only.
+RX_DROP_COUNTERS = ("dropped_bad", "dropped_no_room", "no_buffer")
 LOSS_SCALE = 1 << 16              # a link's ``loss`` register: frames with LFSR value below it
 
 
@@ -265,14 +269,20 @@ class Controller:
     # --- counters --------------------------------------------------------------------------------
 
     async def counters(self):
-        """The NICs' reliability counters, the switches' egress and ingress counters and the
-        links' counters, each summed over the fabric."""
+        """The NICs' reliability counters and receive drops, the switches' egress and ingress
+        counters and the links' counters, each summed over the fabric."""
         out = {}
         for host in self.hosts:
             nic = self.nic(host.host)
             for name in NIC_COUNTERS:
                 out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.counter(
                     f"reliability.{name}")
+        for host in self.hosts:
+            nic = self.nic(host.host)
+            for name in RX_DROP_COUNTERS:
+                for plane in range(self.topo.planes):
+                    out[f"rx_{name}"] = out.get(f"rx_{name}", 0) + await nic.counter(
+                        f"rx_front.{name}", plane)
         for role, plane, index in self.map.switches:
             sw = self.switch(role, plane, index)
             for port in range(self.topo.switch_ports(role)):

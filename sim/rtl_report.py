@@ -203,6 +203,8 @@ class Recorder:
                   f"{size} bytes in {sim_us:.1f} us ({end} cycles)",
                   "NICs: " + ", ".join(f"{k[4:]} {v}" for k, v in counters.items()
                                        if k.startswith("nic_")),
+                  "receive fronts: " + ", ".join(f"{k[3:]} {v}" for k, v in counters.items()
+                                                 if k.startswith("rx_")),
                   "switches: " + ", ".join(f"{k[7:]} {v}" for k, v in counters.items()
                                            if k.startswith("switch_")),
                   "links: " + ", ".join(f"{k[5:]} {v}" for k, v in counters.items()

@@ -330,9 +330,12 @@ def test_plane_splitter_perf():
 
 @pytest.mark.sim
 @pytest.mark.full
-@pytest.mark.parametrize("n_planes,width,core", [(1, 64, None), (2, 64, None), (3, 64, None),
-                                                 (4, 64, None), (8, 64, None), (2, 128, 512),
-                                                 (1, 512, None)])
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("sim,n_planes,width,core", [
+    (sim, n, w, c) for sim in ("icarus", "verilator")
+    for n, w, c in ((1, 64, None), (2, 64, None), (3, 64, None), (4, 64, None), (8, 64, None),
+                    (2, 128, 512), (1, 512, None))
+    # test_plane_splitter's runs (same bench name, so the same seed: a repeat; audit #19)
+    if (sim, n, w, c) not in (("icarus", 2, 64, None), ("verilator", 4, 64, None),
+                              ("verilator", 1, 512, None))])
 def test_plane_splitter_full(sim, n_planes, width, core):
     run(sim, n_planes, width, "splitter_random", "random", core_width=core)

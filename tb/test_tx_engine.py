@@ -757,8 +757,10 @@ def test_tx_engine_perf_full():
 
 @pytest.mark.sim
 @pytest.mark.full
-@pytest.mark.parametrize("n_planes,width", [(1, 64), (2, 64), (3, 64), (4, 64), (8, 64),
-                                            (2, 128), (1, 512)])
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("sim,n_planes,width", [
+    (sim, n, w) for sim in ("icarus", "verilator")
+    for n, w in ((1, 64), (2, 64), (3, 64), (4, 64), (8, 64), (2, 128), (1, 512))
+    # test_tx_engine's runs (same bench name, so the same seed: a repeat; audit #19)
+    if (sim, n, w) not in (("icarus", 2, 64), ("verilator", 4, 64))])
 def test_tx_engine_full(sim, n_planes, width):
     run(sim, n_planes, width, "engine_random", "random")

@@ -426,7 +426,9 @@ def test_tx_path_perf():
 
 @pytest.mark.sim
 @pytest.mark.full
-@pytest.mark.parametrize("n_planes", (1, 2, 3, 4, 8))
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("sim,n_planes", [
+    (sim, n) for sim in ("icarus", "verilator") for n in (1, 2, 3, 4, 8)
+    # test_tx_path's runs (same bench name, so the same seed: a repeat; audit #19)
+    if (sim, n) not in (("icarus", 2), ("verilator", 4))])
 def test_tx_path_full(sim, n_planes):
     run(sim, n_planes, "tx_path_random", "random")

@@ -16,6 +16,8 @@ its cache in ``build/ccache``: every build compiles the same Verilator runtime (
 get it from the cache. ``OBJCACHE=`` (empty) turns this off; ``CCACHE_DIR`` moves the cache.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -84,13 +86,40 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
     for Verilator: a large design's C++ compiles several times faster). ``platform`` reaches
     the Verilog conversion (:func:`rtl.gen.write_verilog`; e.g. ``Target("ecp5")`` for a
     block's ECP5 form), and ``extra_sources`` (Verilog files) are compiled beside it, such as
-    ``verif/dp16kd_sim.v``, the model of the primitive that form instantiates."""
-    from cocotb_tools.runner import get_runner
+    ``verif/dp16kd_sim.v``, the model of the primitive that form instantiates.
 
+    Two runs of one bench name and simulator share a build folder: the second waits for the
+    first (a lock per folder), so pytest-xdist workers never build into or read each other's
+    ``results.xml`` (audit #19)."""
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
-    waves = os.environ.get("WAVES", "0") not in ("", "0")
     build_dir = BUILD / "sim" / f"{name}-{sim}"
+    with build_lock(build_dir):
+        return _run_bench(component, name=name, toplevel=toplevel, test_module=test_module,
+                          sim=sim, params=params, frames=frames, testcase=testcase,
+                          build_args=build_args, extra_env=extra_env, platform=platform,
+                          extra_sources=extra_sources, build_dir=build_dir)
+
+
+@contextlib.contextmanager
+def build_lock(build_dir):
+    """Hold an exclusive lock on ``build_dir`` (a file beside it, ``<folder>.lock``) while the
+    block runs; another process asking for the same folder waits."""
+    build_dir = Path(build_dir)
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(build_dir.parent / f"{build_dir.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_bench(component, *, name, toplevel, test_module, sim, params, frames, testcase,
+               build_args, extra_env, platform, extra_sources, build_dir):
+    from cocotb_tools.runner import get_runner
+
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
     vfile = write_verilog(component, toplevel, build_dir / f"{toplevel}.v", platform=platform)
     seed = bench_seed(name)
     env = {

@@ -11,9 +11,16 @@ For each scenario with an ``rtl`` form (``sim/scenarios/*.yaml``):
   the goodput PNG and the summaries;
 - the model and the RTL agree (:func:`agree`): the same completions, and retransmissions and
   trims each within :data:`TOLERANCE_ABS` or :data:`TOLERANCE_REL` of the larger count,
-  whichever is wider. Timing differs between the two (the model's NICs take no cycles, its
+  whichever is wider, of the range the model gives over the scenario's seed and
+  :data:`MODEL_SEEDS`. Timing differs between the two (the model's NICs take no cycles, its
   switches cut through in zero time, the RTL's store and forward), so counts that depend on
-  what was in flight when a link went are close, not equal.
+  what was in flight when a link went are close, not equal; and the RTL plays one seed, whose
+  EV sets and traffic are drawn apart from the model's, so its count is compared with what the
+  model does over several draws, not with one of them. Measured (2026-12-02, profile 1, seeds
+  1-10): flapping_link retransmits 20-28 in the model (5 or 6 EVs marked), 17 on the RTL (4
+  marked; seed 6 alone gives 23, outside the old one-seed tolerance of 5.75); link_down 17-18,
+  port_down 18-20, lossy_path 3-7, incast_trim 244-348, switch_restart 16-17,
+  steady_all_to_all 0.
 
 Verilator only, in ``make test-full``: each scenario builds its fabric (about 4 minutes) and runs
 1 to 4 minutes on the shared 2-core machine. ``make test`` plays one short form of the default
@@ -44,20 +51,42 @@ def within(rtl, model):
     return abs(rtl - model) <= max(TOLERANCE_ABS, TOLERANCE_REL * max(rtl, model))
 
 
-def agree(rtl, model):
+# Seeds the model plays besides the scenario's own for the comparison with the RTL's one run.
+MODEL_SEEDS = range(1, 11)
+
+
+def within_range(rtl, low, high):
+    """True when a count agrees (:func:`within`) with some count from ``low`` to ``high``: inside
+    the range, or within the tolerance of its nearer end."""
+    return low <= rtl <= high or within(rtl, low) or within(rtl, high)
+
+
+def model_runs(form):
+    """The model's results for a scenario form at its own seed and at each of
+    :data:`MODEL_SEEDS`."""
+    seeds = sorted({form.seed, *MODEL_SEEDS})
+    return [run_scenario(form.with_changes(seed=seed)) for seed in seeds]
+
+
+def agree(rtl, models):
     """The differences between an RTL run's ``summary.json`` and the model's
-    :class:`models.fabric.Result` of the same form (empty: they agree)."""
+    :class:`models.fabric.Result` s of the same form over several seeds (empty: they agree):
+    every model run completes every message, as the RTL does; the RTL's retransmissions and
+    trims each agree with the model's range (:func:`within_range`)."""
     out = []
-    expected = sum(f.messages for f in model.flows)
-    completed = sum(f.completed for f in model.flows)
-    if not rtl["completions"] == completed == expected:
-        out.append(f"completions: RTL {rtl['completions']}, model {completed} of {expected}")
+    for model in models:
+        expected = sum(f.messages for f in model.flows)
+        completed = sum(f.completed for f in model.flows)
+        if not rtl["completions"] == completed == expected:
+            out.append(f"completions: RTL {rtl['completions']}, model {completed} of "
+                       f"{expected} (seed {model.scenario.seed})")
     pairs = (("retransmissions", rtl["counters"]["nic_send_retx"],
-              model.counters["retransmitted"]),
-             ("trims", rtl["counters"]["switch_trimmed"], model.trims))
-    for name, a, b in pairs:
-        if not within(a, b):
-            out.append(f"{name}: RTL {a}, model {b}")
+              [m.counters["retransmitted"] for m in models]),
+             ("trims", rtl["counters"]["switch_trimmed"], [m.trims for m in models]))
+    for name, a, counts in pairs:
+        if not within_range(a, min(counts), max(counts)):
+            out.append(f"{name}: RTL {a}, model {min(counts)}-{max(counts)} over "
+                       f"{len(counts)} seeds")
     return out
 
 
@@ -72,6 +101,10 @@ def test_tolerance_can_fail():
     # the measured pairs agree; 0 against 8 (agreed under the old tolerance of 8) does not
     assert within(7, 3) and within(16, 21) and within(254, 312)
     assert not within(0, 8) and not within(2, 8)
+    # a range widens the comparison by its spread, and no further
+    assert within_range(17, 20, 28) and within_range(24, 20, 28) and within_range(33, 20, 28)
+    assert not within_range(14, 20, 28) and not within_range(40, 20, 28)
+    assert not within_range(0, 8, 9) and within_range(0, 0, 0) and not within_range(5, 0, 0)
 
 
 @pytest.mark.sim
@@ -90,12 +123,14 @@ def test_rtl_scenario_verilator(path, tmp_path):
         for pcap in rtl["pcaps"]:
             assert tshark_fields(pcap, "frame.number", display_filter="_ws.malformed") == []
     # The RTL implements profile 1 until [feedback-v2-rtl]: compare it with the model's profile 1.
-    model = run_scenario(load_scenario(path, rtl=True).with_changes(nic={"profile": 1}))
+    models = model_runs(load_scenario(path, rtl=True).with_changes(nic={"profile": 1}))
+    retx = [m.counters["retransmitted"] for m in models]
+    trims = [m.trims for m in models]
     print(f"{path.stem}: RTL {rtl['completions']} messages in {rtl['sim_us']:.1f} us, "
           f"retransmissions {rtl['counters']['nic_send_retx']}, trims "
-          f"{rtl['counters']['switch_trimmed']}; model {model.sim_us:.1f} us, retransmissions "
-          f"{model.counters['retransmitted']}, trims {model.trims}")
-    assert agree(rtl, model) == []
+          f"{rtl['counters']['switch_trimmed']}; model over {len(models)} seeds: "
+          f"retransmissions {min(retx)}-{max(retx)}, trims {min(trims)}-{max(trims)}")
+    assert agree(rtl, models) == []
 
 
 def smoke_form(path, out):

@@ -74,3 +74,34 @@ def test_run_bench_fails_when_testcase_matches_nothing():
         runner.run_bench(TickGenerator(250_000_000), name="runner-no-test", toplevel="tick_generator",
                          test_module="tb.test_tick_generator", sim="icarus",
                          params={"clk_hz": 250_000_000}, frames=2, testcase="no_such_test")
+
+
+def test_build_lock_serialises_one_folder(tmp_path):
+    """Two processes asking for one build folder run one after the other (audit #19: two
+    xdist workers once built into and read one folder); another folder does not wait."""
+    import multiprocessing
+    import time
+
+    from verif.runner import build_lock
+
+    def hold(folder, log, seconds):
+        with build_lock(folder):
+            with open(log, "a") as f:
+                f.write(f"in {time.monotonic()}\n")
+            time.sleep(seconds)
+            with open(log, "a") as f:
+                f.write(f"out {time.monotonic()}\n")
+
+    log = tmp_path / "log"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=hold, args=(tmp_path / "sim" / "a-icarus", log, 0.3))
+             for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(10)
+    events = [line.split()[0] for line in log.read_text().splitlines()]
+    assert events == ["in", "out", "in", "out"], events
+    with build_lock(tmp_path / "sim" / "a-icarus"):
+        with build_lock(tmp_path / "sim" / "b-icarus"):    # another folder: no wait
+            pass
