@@ -649,6 +649,11 @@ def test_nic_engine_qp_error():
 
 @pytest.mark.sim
 @pytest.mark.full
+@pytest.mark.xfail(strict=True, reason=(
+    "[rx-speed]: in the lossless phase NIC b's plane-0 receive buffer has no free header slot "
+    "for two frames (8 slots) and drops them, counted (rx_front dropped_no_room = 2, "
+    "2026-12-02) but not NACKed, so their sender times out on a lossless fabric; profile 2 "
+    "section 5 NACKs the frame, and the rebuilt receive front must make this pass"))
 def test_nic_engine_lossy_more():
     """The lossy run with three times the messages."""
     run("verilator", "lossy", frames=3 * MESSAGES)

@@ -3,8 +3,9 @@
 
 The pytest functions below build the Verilog for one clock rate and run :func:`tick_matches_model`
 on it under Icarus or Verilator. The bench compares ``tick`` and ``tick_count`` with the model in
-every cycle, pulses the synchronous reset at random moments (seeded), and passes once it has seen
-the requested number of ticks (``frames``).
+every cycle, pulses the synchronous reset at random moments (seeded; at least once in the first
+half of the run, which at 25 MHz lasts only about 600 cycles), and passes once it has seen the
+requested number of ticks (``frames``).
 """
 
 import pytest
@@ -37,6 +38,8 @@ async def tick_matches_model(dut):
     reset_cycles_left = 2
     ticks_seen = resets = 0
     max_cycles = 4 * ticks_wanted * tick_cycle(clk_hz, 1) + 1000
+    # A short run may draw no reset at RESET_PROBABILITY: then one comes at this cycle.
+    forced_reset = rng.randrange(4, max(5, ticks_wanted * tick_cycle(clk_hz, 1) // 2))
     for cycle in range(max_cycles):
         await FallingEdge(dut.clk)   # mid-cycle: registers settled, inputs sampled at the next edge
         if cycle >= 1:
@@ -46,7 +49,8 @@ async def tick_matches_model(dut):
             ticks_seen += model.tick
         if ticks_seen >= ticks_wanted:
             break
-        if not reset_cycles_left and rng.random() < RESET_PROBABILITY:
+        if not reset_cycles_left and (rng.random() < RESET_PROBABILITY or
+                                      (not resets and cycle >= forced_reset)):
             reset_cycles_left = rng.randint(1, 3)
             resets += 1
         rst = reset_cycles_left > 0
