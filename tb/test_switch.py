@@ -943,8 +943,10 @@ def resources(**params):
     from amaranth.back import rtlil
 
     from project import BUILD
+    from rtl.gen import verilog_top
 
-    text = rtlil.convert(Switch(**params), name="switch", emit_src=False)
+    # Its Verilog top (stream ports flattened to AXI-Stream names), as the benches build it.
+    text = rtlil.convert(verilog_top(Switch(**params)), name="switch", emit_src=False)
     BUILD.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=BUILD) as tmp:        # yowasp sees the cwd only
         (Path(tmp) / "switch.il").write_text(text)
