@@ -34,7 +34,41 @@ def test_scapy_reads_every_good_frame_of_the_header_inserter(seed):
         length = 0 if opcode in CONTROL_OPCODES else rng.randrange(1501)
         rec = random_record(rng, TX_HEADER, opcode=opcode, length=length)
         frame = HeaderInserterModel().push(rec, Packet(payload[:length]) if length else None)
-        check_frame(frame.data)
+        assert_fields(check_frame(frame.data), rec, payload[:length], frame.data)
+
+
+def assert_fields(pkt, rec, payload, frame):
+    """Every field of the record that scapy names, read by scapy from the frame (audit #14: the
+    model's own tests compare its frames with ``build_frame``, which builds them)."""
+    from scapy.contrib.roce import BTH
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.inet import UDP
+
+    def mac(value):
+        return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
+
+    def ip6(value):
+        import ipaddress
+        return str(ipaddress.IPv6Address(value))
+
+    outer, inner = pkt[IPv6], pkt[IPv6].payload
+    got = dict(eth_dst=pkt.dst, eth_src=pkt.src, dscp=outer.tc >> 2, ecn=outer.tc & 3,
+               flow_label=outer.fl, hop_limit=outer.hlim, outer_src=outer.src,
+               outer_dst=outer.dst, inner_src=inner.src, inner_dst=inner.dst,
+               udp_sport=pkt[UDP].sport, opcode=pkt[BTH].opcode, dest_qpn=pkt[BTH].dqpn,
+               ackreq=pkt[BTH].ackreq, rtx=bth_rtx(pkt), psn=pkt[BTH].psn)
+    want = dict(eth_dst=mac(rec["eth_dst"]), eth_src=mac(rec["eth_src"]), dscp=rec["dscp"],
+                ecn=rec["ecn"], flow_label=rec["flow_label"], hop_limit=rec["hop_limit"],
+                outer_src=ip6(rec["outer_src"]), outer_dst=ip6(rec["outer_dst"]),
+                inner_src=ip6(rec["inner_src"]), inner_dst=ip6(rec["inner_dst"]),
+                udp_sport=rec["udp_sport"], opcode=rec["opcode"], dest_qpn=rec["dest_qpn"],
+                ackreq=rec["ackreq"], rtx=rec["rtx"], psn=rec["psn"])
+    assert got == want
+    # inner Traffic Class and Flow Label copied from the outer (docs/protocol.md 1.3)
+    assert (inner.tc, inner.fl) == (outer.tc, outer.fl)
+    if payload:     # ahead of the pad bytes (BTH PadCnt, read by scapy) and the ICRC
+        end = len(frame) - 4 - pkt[BTH].padcount
+        assert frame[end - len(payload):end] == payload
 
 
 @pytest.mark.parametrize("seed", range(4))
