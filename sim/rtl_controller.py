@@ -44,8 +44,8 @@ CYCLE_PS = 4000                   # 250 MHz
 NIC_COUNTERS = ("send", "send_retx", "sack", "nack", "timeout", "retx", "marked", "probe",
                 "recovered", "qp_error")
 # The receive front's per-plane drop counters (models/rx_front.py PLANE_COUNTERS), summed as
-# rx_<name>: frames dropped bad, dropped for want of a header slot (v1: neither counted by the
-# sender nor NACKed, so its timer recovers them), kept as a header only.
+# rx_<name>: frames dropped bad, frames dropped for want of a header slot (v1 sends no NACK for
+# them: the sender's timer recovers them), frames kept as a header only.
 RX_DROP_COUNTERS = ("dropped_bad", "dropped_no_room", "no_buffer")
 LOSS_SCALE = 1 << 16              # a link's ``loss`` register: frames with LFSR value below it
 
@@ -277,8 +277,6 @@ class Controller:
             for name in NIC_COUNTERS:
                 out[f"nic_{name}"] = out.get(f"nic_{name}", 0) + await nic.counter(
                     f"reliability.{name}")
-        for host in self.hosts:
-            nic = self.nic(host.host)
             for name in RX_DROP_COUNTERS:
                 for plane in range(self.topo.planes):
                     out[f"rx_{name}"] = out.get(f"rx_{name}", 0) + await nic.counter(

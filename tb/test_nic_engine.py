@@ -119,7 +119,7 @@ class Nic(HostTraffic):
         self.trace_data = getattr(dut, f"{prefix}_trace_rel_tdata")
         # The transmit engine's spray trace: each answer with the cycle its request was taken
         # (log "spray": (answer cycle, (request cycle, answer record))).
-        self.spray_req = (getattr(dut, f"{prefix}_trace_req_tvalid"),)
+        self.spray_req = getattr(dut, f"{prefix}_trace_req_tvalid")
         self.spray_ans = (getattr(dut, f"{prefix}_trace_ans_tvalid"),
                           getattr(dut, f"{prefix}_trace_ans_tdata"))
         self.requests = deque()
@@ -150,7 +150,7 @@ class Nic(HostTraffic):
     def sample(self, cycle):
         """The taps and the trace of this cycle: inputs queued, the trace applied to the model,
         outputs compared as far as both sides got."""
-        if self.spray_req[0].value:
+        if self.spray_req.value:
             self.requests.append(cycle)
         if self.spray_ans[0].value:
             answer = SPRAY_ANSWER.unpack(int(self.spray_ans[1].value))

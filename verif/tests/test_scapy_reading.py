@@ -3,9 +3,13 @@
 and the path-building model: random records, every field random, read back with their stack,
 lengths, ICRC and BTH.RTX."""
 
+import ipaddress
 import random
 
 import pytest
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
 
 from models.header_inserter import HeaderInserterModel, Packet
 from models.layouts import CONTROL_OPCODES, DATA_OPCODES, KNOWN_OPCODES
@@ -40,15 +44,10 @@ def test_scapy_reads_every_good_frame_of_the_header_inserter(seed):
 def assert_fields(pkt, rec, payload, frame):
     """Every field of the record that scapy names, read by scapy from the frame (audit #14: the
     model's own tests compare its frames with ``build_frame``, which builds them)."""
-    from scapy.contrib.roce import BTH
-    from scapy.layers.inet6 import IPv6
-    from scapy.layers.inet import UDP
-
     def mac(value):
         return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
 
     def ip6(value):
-        import ipaddress
         return str(ipaddress.IPv6Address(value))
 
     outer, inner = pkt[IPv6], pkt[IPv6].payload
