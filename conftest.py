@@ -36,8 +36,8 @@ FULL_ONLY = {
     "tb/test_axil_config.py::test_axil_config[verilator-1]",
     "tb/test_tick_generator.py::test_tick_generator[icarus-156250000]",
     "tb/test_axil_config.py::test_axil_switch[icarus]",
-    # the wide width of the smaller blocks: header_inserter, placement, plane_splitter and
-    # rx_engine play W = 256 and 512 here
+    # the wide width of the smaller blocks: header_inserter, placement and plane_splitter play
+    # W = 256 and 512 here (rx_engine plays W = 64 here, its wide widths in test_rx_engine_full)
     "tb/test_link.py::test_link[verilator-512]",
     "tb/test_segmenter.py::test_segmenter[verilator-512]",
     "tb/test_un_stage.py::test_un_stage[verilator-512]",

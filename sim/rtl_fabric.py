@@ -7,7 +7,13 @@ The controller (``sim/rtl_controller.py``) drives it under Verilator through coc
 ``sim/tests/test_rtl_fabric.py`` is its test.
 """
 
-from amaranth.hdl import Const, Module, Shape, Signal
+import hashlib
+import os
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import (ClockSignal, Const, Instance, Module, ResetSignal, Shape, Signal,
+                          Value)
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 from amaranth.utils import bits_for
@@ -21,7 +27,7 @@ from rtl.nic_engine import ADDR_WIDTH as NIC_ADDR_WIDTH
 from rtl.nic_engine import NicEngine
 from rtl.switch import Switch
 
-__all__ = ["RtlFabric", "AddressMap", "NIC_DEFAULTS", "SWITCH_DEFAULTS", "LINK_DEFAULTS",
+__all__ = ["RtlFabric", "AddressMap", "SharedPart", "NIC_DEFAULTS", "SWITCH_DEFAULTS", "LINK_DEFAULTS",
            "HOST_PORTS", "READ_LATENCY", "UP", "DOWN"]
 
 # Small defaults: a fast Verilator build (two NICs of 64 bits, short queues).
@@ -93,6 +99,41 @@ class AddressMap:
         return out
 
 
+class SharedPart(wiring.Component):
+    """Stands in the fabric for ``part`` (the same signature) by an instance of the Verilog
+    module ``module``, which :meth:`RtlFabric.part_sources` converts once for every part of the
+    same kind and parameters. So a fabric of H NICs and S switches of two kinds elaborates,
+    converts and compiles one NIC and two switches, not H + S (the NICs and switches are most of
+    the fabric's Verilog; the links stay inline, as ``sim/rtl_scenario.py`` taps them).
+
+    The instance's ports are the part's own Verilog port names (the signature's member paths
+    joined by ``__``; constant members, such as an always-ready stream's ``ready``, are no
+    ports), plus ``clk`` and ``rst``.
+    """
+
+    def __init__(self, part, module):
+        self.part, self.module = part, module
+        super().__init__(part.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+        for path, member, value in self.signature.flatten(self):
+            if isinstance(value, Const):        # an always-ready stream's ready: no port
+                continue
+            name = "__".join(str(step) for step in path)
+            ports[("i_" if member.flow == In else "o_") + name] = value
+        m.submodules.part = Instance(self.module, **ports)
+        return m
+
+
+def _module_name(kind, params):
+    """A Verilog module name for a part of ``kind`` with ``params``: the kind and a short hash
+    of the parameters, so the parts of one fabric never share a name."""
+    digest = hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
+    return f"{kind}_{digest}"
+
+
 class RtlFabric(wiring.Component):
     """H RTL NICs (:class:`rtl.nic_engine.NicEngine`, one port per plane) and, per plane, S T0
     and T T1 RTL switches (:class:`rtl.switch.Switch`) cabled as ``topology`` says, a
@@ -107,6 +148,10 @@ class RtlFabric(wiring.Component):
         Parameters of every NIC (``n_planes`` is the topology's), every switch (``ports`` and
         ``fabric_facing`` come from the topology) and every link (``data_width`` is the NICs'),
         over :data:`NIC_DEFAULTS`, :data:`SWITCH_DEFAULTS` and :data:`LINK_DEFAULTS`.
+    shared : bool
+        True (the default): the NICs and switches are :class:`SharedPart` instances of one
+        Verilog module per kind, which :meth:`part_sources` writes (pass it as ``run_bench``'s
+        ``extra_sources``); False: every part is elaborated inline.
 
     Ports
     -----
@@ -134,8 +179,9 @@ class RtlFabric(wiring.Component):
     :data:`READ_LATENCY` cycles behind the bridge.
     """
 
-    def __init__(self, topology, nic=None, switch=None, link=None):
+    def __init__(self, topology, nic=None, switch=None, link=None, shared=True):
         self.topology = topology
+        self.shared = shared
         self.map = AddressMap(topology)
         self.nic_params = {**NIC_DEFAULTS, **(nic or {}), "n_planes": topology.planes}
         self.switch_params = {**SWITCH_DEFAULTS, **(switch or {})}
@@ -162,29 +208,68 @@ class RtlFabric(wiring.Component):
             if width > NODE_WINDOW_BITS:
                 raise ValueError(f"RtlFabric: a switch map of {width} address bits does not fit "
                                  f"its {NODE_WINDOW_BITS}-bit window")
+        # The stand-ins of the NICs and switches (shared=True), by part.
+        self._standins = {}
+        if shared:
+            nic_module = _module_name("nic_engine", self.nic_params)
+            for engine in self.nics:
+                self._standins[id(engine)] = SharedPart(engine, nic_module)
+            for node, sw in self.switches.items():
+                ports = self.topology.switch_ports(node[0])
+                params = dict(self.switch_params, ports=ports,
+                              data_width=self.nic_params["data_width"],
+                              fabric_facing=tuple(self.topology.fabric_facing(node[0], k)
+                                                  for k in range(ports)))
+                self._standins[id(sw)] = SharedPart(sw, _module_name("switch", params))
         members = dict(axil_members("s_axil", 32))
         for h, engine in enumerate(self.nics):
             for name in HOST_PORTS:
                 members[f"h{h}_{name}"] = engine.signature.members[name]
         super().__init__(members)
 
+    def _unit(self, part):
+        """What the fabric instantiates for ``part``: its stand-in (shared) or the part."""
+        return self._standins.get(id(part), part)
+
+    def part_sources(self, folder):
+        """Convert each distinct shared part to Verilog once, as ``<folder>/<module>.v``, and
+        return the files (the fabric's own Verilog instantiates them). Empty when the fabric is
+        not ``shared``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        parts = {}
+        for standin in self._standins.values():
+            parts.setdefault(standin.module, standin.part)
+        files = []
+        for module, part in sorted(parts.items()):
+            path = folder / f"{module}.v"
+            ports = [Value.cast(value) for _, _, value in part.signature.flatten(part)
+                     if not isinstance(value, Const)]
+            text = verilog.convert(part, name=module, ports=ports, emit_src=False)
+            scratch = path.with_suffix(f".v.{os.getpid()}")
+            scratch.write_text(text)
+            os.replace(scratch, path)
+            files.append(path)
+        return files
+
     def _endpoint(self, node, port):
         """``(component, egress prefix, ingress prefix)`` of port ``port`` of ``node``."""
         role, plane, index = node
         if role == HOST:
-            return self.nics[index], f"m_axis{plane}", f"s{plane}_axis"
-        return self.switches[node], f"m{port}_axis", f"s{port}_axis"
+            return self._unit(self.nics[index]), f"m_axis{plane}", f"s{plane}_axis"
+        return self._unit(self.switches[node]), f"m{port}_axis", f"s{port}_axis"
 
     def elaborate(self, platform):
         m = Module()
-        for h, engine in enumerate(self.nics):
+        for h, part in enumerate(self.nics):
+            engine = self._unit(part)
             m.submodules[f"nic{h}"] = engine
             for name in HOST_PORTS:
                 forward(m, getattr(self, f"h{h}_{name}"), getattr(engine, name),
                         engine.signature.members[name])
             m.d.comb += engine.s_ev.valid.eq(0)
         for (role, plane, index), sw in self.switches.items():
-            m.submodules[f"{role}_p{plane}_{index}"] = sw
+            m.submodules[f"{role}_p{plane}_{index}"] = self._unit(sw)
 
         # --- cables: a link on each direction ---------------------------------------------------
         for (cable, direction), link in self.links.items():
@@ -208,8 +293,8 @@ class RtlFabric(wiring.Component):
         addr, wdata, we = Signal(aw), Signal(32), Signal()
         m.d.sync += [addr.eq(bridge.m_cfg_addr), wdata.eq(bridge.m_cfg_wdata),
                      we.eq(bridge.m_cfg_we)]
-        nodes = {(HOST, h): engine for h, engine in enumerate(self.nics)}
-        nodes.update(self.switches)
+        nodes = {(HOST, h): self._unit(engine) for h, engine in enumerate(self.nics)}
+        nodes.update({node: self._unit(sw) for node, sw in self.switches.items()})
         nodes.update(self.links)
         rdata = Const(0, 32)
         for node, base, window in self.map.windows():

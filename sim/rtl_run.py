@@ -63,7 +63,8 @@ def run(path, out=None, seed=None):
     try:
         run_bench(fabric, name=f"rtl_fabric-{scenario.name}", toplevel="rtl_fabric",
                   test_module="sim.rtl_scenario", sim="verilator", params=fabric.nic_params,
-                  testcase="scenario", extra_env={"MRC_SCENARIO": json.dumps(spec)})
+                  testcase="scenario", extra_env={"MRC_SCENARIO": json.dumps(spec)},
+                  extra_sources=fabric.part_sources)
     except Exception:
         if not summary.exists():
             raise

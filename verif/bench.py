@@ -190,13 +190,14 @@ class RecordSink:
             self.tready.value = 0 if (self.pause is not None and next(self.pause)) else 1
 
 
-def write_result(dut, block, frames_checked, result="pass", **extra):
-    """One JSON line per bench run, read by ``make sim`` and ``make bench``."""
+def write_result(dut, block, frames_checked, result="pass", tag=None, **extra):
+    """One JSON line per bench run, read by ``make sim`` and ``make bench``; ``tag`` names a
+    second result of the same run (bench ``<bench>-<tag>``)."""
     path = os.environ.get("MRC_RESULTS")
     if not path:
         return
     os.makedirs(path, exist_ok=True)
-    name = os.environ.get("MRC_BENCH", block)
+    name = os.environ.get("MRC_BENCH", block) + (f"-{tag}" if tag else "")
     sim = os.environ.get("MRC_SIM", "?")
     line = dict(block=block, bench=name, sim=sim, frames=frames_checked, result=result, **extra)
     with open(os.path.join(path, f"{name}-{sim}.json"), "w") as f:

@@ -86,7 +86,9 @@ def run_bench(component, *, name, toplevel, test_module, sim, params=None, frame
     for Verilator: a large design's C++ compiles several times faster). ``platform`` reaches
     the Verilog conversion (:func:`rtl.gen.write_verilog`; e.g. ``Target("ecp5")`` for a
     block's ECP5 form), and ``extra_sources`` (Verilog files) are compiled beside it, such as
-    ``verif/dp16kd_sim.v``, the model of the primitive that form instantiates.
+    ``verif/dp16kd_sim.v``, the model of the primitive that form instantiates; or a callable
+    that writes them into the folder it is given (the build folder's ``parts``) and returns
+    them, called while the build folder is locked (the RTL fabric's shared parts).
 
     Two runs of one bench name and simulator share a build folder: the second waits for the
     first (a lock per folder), so pytest-xdist workers never build into or read each other's
@@ -121,6 +123,8 @@ def _run_bench(component, *, name, toplevel, test_module, sim, params, frames, t
 
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     vfile = write_verilog(component, toplevel, build_dir / f"{toplevel}.v", platform=platform)
+    if callable(extra_sources):
+        extra_sources = extra_sources(build_dir / "parts")
     seed = bench_seed(name)
     env = {
         "MRC_PARAMS": json.dumps(params or {}),

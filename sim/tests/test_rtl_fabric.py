@@ -115,7 +115,7 @@ def run(testcase, frames=None):
     fabric = RtlFabric(Topology(**TOPOLOGY))
     run_bench(fabric, name="rtl_fabric-small", toplevel="rtl_fabric",
               test_module="sim.tests.test_rtl_fabric", sim="verilator", params=fabric.nic_params,
-              testcase=testcase, frames=frames)
+              testcase=testcase, frames=frames, extra_sources=fabric.part_sources)
 
 
 @pytest.mark.sim
