@@ -39,6 +39,10 @@ Scenarios (cocotb tests, all run on one build of the switch):
 - ``switch_bad_input``: not IPv6 (EtherType, version), short, length not matching the Payload
   Length (both ways), longer than max_frame, flagged bad (tuser), no route, Hop Limit 0 and 1,
   between good frames: each counted under its reason, exactly the numbers sent.
+- ``switch_hostile``: the receive engine's hostile-frame campaign (``verif/hostile.py``) routed
+  through the switch, with switch-level breakage added; every frame's ingress outcome predicted
+  by the bench's own reading of sections 3 and 7 (:func:`switch_outcome`) and the counters
+  compared with the predictions (2,000 frames; 10,000 in ``make test-full``).
 - ``switch_overflow``: every ingress at full rate with frames the core cannot carry as fast: the
   ingress FIFOs overflow, whole frames are dropped and counted, the others leave intact.
 - ``perf`` (``make bench``): per payload size, back-to-back frames from one ingress to one egress
@@ -52,7 +56,7 @@ Scenarios (cocotb tests, all run on one build of the switch):
 
 import itertools
 import os
-from collections import deque
+from collections import Counter, deque
 
 import pytest
 
@@ -87,6 +91,7 @@ ECN_FRAMES = 1000           # switch_ecn (12,000 under @pytest.mark.full)
 ECN_MIN_BAND = 15           # frames each band must hold (400 in the full run)
 PERF_FRAMES = 32
 OVERFLOW_FRAMES = 1200      # switch_overflow, per ingress port
+HOSTILE = 2000              # switch_hostile (make test-full: 10,000)
 RR_OFFER_CYCLES = 3         # a stored frame's end to its offer at the arbiter, at most
 OWN = encode(2, Role.T0, 5)
 NO_PORT = encode(2, Role.HOST, 99)   # routed to port K when K is not a power of two
@@ -748,6 +753,94 @@ async def switch_bad_input(dut):
     bench.finish("bad_input")
 
 
+def switch_outcome(frame, tuser, max_frame, routed):
+    """The ingress outcome docs/protocol.md sections 3 and 7 give a frame (this bench's own
+    reading, for the hostile campaign): ``dropped_malformed`` when flagged bad, shorter than the
+    outer IPv6 header, not IPv6 (EtherType, version), longer than ``max_frame`` or not
+    54 + its outer Payload Length long; else ``dropped_hop_limit`` for a Hop Limit of 0 or 1;
+    else ``dropped_no_route`` unless ``routed`` (its carrier is in the table); else
+    ``forwarded`` (to an egress queue, which may trim, mark or drop it)."""
+    n = len(frame)
+    if tuser or n < 54 or frame[12:14] != b"\x86\xdd" or frame[14] >> 4 != 6 or \
+            n > max_frame or int.from_bytes(frame[18:20], "big") + 54 != n:
+        return "dropped_malformed"
+    if frame[21] <= 1:
+        return "dropped_hop_limit"
+    return "forwarded" if routed else "dropped_no_route"
+
+
+@cocotb.test()
+async def switch_hostile(dut):
+    """The hostile-frame campaign of the receive engine (``verif/hostile.py``: frames cut at
+    every header edge, wrong lengths, bad EtherType and Next Header, bad inner fields, ICRCs,
+    P_Keys, opcodes and QPNs, trims, runts, garbage, control frames), each with its outer
+    destination set to a route of this switch, plus switch-level breakage (Hop Limit 0 and 1,
+    no route, IP version, outer length, longer than max_frame, flagged bad): ``hostile`` frames
+    (default :data:`HOSTILE`) on every ingress, random idle and backpressure. Every frame's
+    ingress outcome is predicted by :func:`switch_outcome`; the ingress counters must equal the
+    predictions reason by reason, no ingress may overflow, and exactly the frames predicted
+    forwarded reach an egress queue; every frame out equals the model's byte for byte (the
+    switch forwards what the NIC would reject, unchanged but for the outer header)."""
+    import random as _random
+
+    from verif.bench import params
+    from verif.hostile import Campaign, Receiver
+
+    bench, traffic = await new_bench(dut, idle=(0.0, 0.2), backpressure=(0.0, 0.2))
+    rng = bench.rng
+    n = params().get("hostile", HOSTILE)
+    max_frame = bench.model.config.max_frame
+    receiver = Receiver(inner_dst=rng.getrandbits(128), n_qps=4, enabled=(0, 1, 2),
+                        regions=((0x5A00, 1 << 32, 1 << 16),), pmtu=PMTU, mpr=256)
+    campaign = Campaign(_random.Random(rng.getrandbits(32)), receiver, 1,
+                        {q: rng.getrandbits(24) for q in receiver.enabled})
+    want = [dict.fromkeys(INGRESS_COUNTERS, 0) for _ in range(bench.ports)]
+    forwarded = 0
+    kinds = Counter()
+    for case in campaign.storm(n):
+        frame, tuser, kind, routed = bytearray(case.frame), case.tuser, case.kind, True
+        if len(frame) >= 54:
+            frame[38:54] = traffic.carrier_to(rng.randrange(bench.ports)).to_bytes(16, "big")
+            frame[21] = rng.choice((64, 2, 255))
+            r = rng.random()
+            if r < 0.04:
+                frame[21], kind = rng.randrange(2), "hop_limit"
+            elif r < 0.08:
+                frame[38:54] = carrier([UNKNOWN] if rng.random() < 0.5 else
+                                       [OWN, UNKNOWN]).to_bytes(16, "big")
+                kind, routed = "no_route", False
+            elif r < 0.10:
+                frame[14] = frame[14] & 0x0F | rng.choice((4, 0, 7)) << 4
+                kind = "version"
+            elif r < 0.12:
+                extra = rng.randrange(max_frame + 1 - len(frame), max_frame + 100 - len(frame))
+                frame += bytes(max(extra, 1))
+                frame[18:20] = (len(frame) - 54).to_bytes(2, "big")
+                kind = "oversize"
+            elif r < 0.14:
+                tuser, kind = 1, "tuser"
+        frame = bytes(frame)
+        outcome = switch_outcome(frame, tuser, max_frame, routed)
+        kinds[outcome] += 1
+        ingress = rng.randrange(bench.ports)
+        if outcome == "forwarded":
+            forwarded += 1
+        else:
+            want[ingress][outcome] += 1
+        await bench.send(ingress, frame, tuser)
+    await bench.drain()
+    await bench.check_state()
+    for p in range(bench.ports):
+        got = {name: await bench.cfg.read(ingress_counter(p, name)) for name in INGRESS_COUNTERS}
+        assert got == want[p], f"ingress {p}: counters {got}, predicted {want[p]}"
+    admitted = sum(len(a) for a in bench.admissions)
+    assert admitted == forwarded, f"{admitted} frames reached an egress queue, {forwarded} " \
+        "predicted"
+    dut._log.info("hostile: %d frames, outcomes %s, mutations %d kinds", sum(kinds.values()),
+                  dict(kinds), len(campaign.counts))
+    bench.finish("hostile")
+
+
 @cocotb.test()
 async def switch_overflow(dut):
     """Every ingress at full rate with 65-byte frames (9 beats: 3 core words each at K = 4, more
@@ -980,7 +1073,7 @@ def resources(**params):
 # One build per simulator and width runs every scenario (a build of the switch takes a while).
 
 SCENARIOS = ["switch_random", "switch_incast", "switch_ecn", "switch_port_down",
-             "switch_bad_input", "switch_overflow"]
+             "switch_bad_input", "switch_overflow", "switch_hostile"]
 
 
 def cases(name, sims, widths):
@@ -1009,7 +1102,8 @@ def test_switch(sim, width):
 @pytest.mark.full
 @pytest.mark.parametrize("sim, width", cases("switch-full", SIMULATORS, WIDTHS))
 def test_switch_full(sim, width):
-    run("switch-full", sim, width, testcase=SCENARIOS + ["perf"], frames=4 * FRAMES)
+    run("switch-full", sim, width, testcase=SCENARIOS + ["perf"], frames=4 * FRAMES,
+        hostile=10_000)
 
 
 @pytest.mark.sim
