@@ -60,7 +60,8 @@ from models.placement import INFO as PLACEMENT_INFO
 from models.records import (COMPLETION, CONTROL_RECORD, FEEDBACK_RECORD, RX_VERDICT, RxVerdict,
                             int_to_ext)
 from models.rx_engine import TRACKER_COUNTERS, RxEngineModel, is_front_control
-from models.rx_front import BAD, NO_BUFFER, NO_ROOM, PARSER_COUNTERS, PLANE_COUNTERS, STORED
+from models.rx_front import (BAD, NO_BUFFER, NO_ROOM, PARSER_COUNTERS, PLANE_COUNTERS, STORED,
+                             header_words)
 from models.rx_tracker import psn_add
 from models.switch_queue import trim
 from rtl import rx_engine as engine_map
@@ -201,6 +202,7 @@ class EngineBench:
         self.judged = []                # (case, front outcome), in merge order
         self.to_tracker = deque()       # cases judged with an RX_META record, awaiting a verdict
         self.decided = []               # (case, verdict code)
+        self.free_seen = [None] * self.n_planes     # free body words at each plane's last end
         self.outcomes = Counter()
         self.reasons = Counter()        # (frame kind, counter reached)
         self.verdict_counts = Counter()
@@ -424,6 +426,7 @@ class EngineBench:
                     free = t["free"] >> (free_bits * p) & ((1 << free_bits) - 1)
                     model.arrive(p, case.frame, bad=bool(case.tuser), outcome=outcome,
                                  free=free)
+                    self.free_seen[p] = free
                     self.outcomes[outcome] += 1
                     if outcome in (STORED, NO_BUFFER):
                         self.stored_cases[p].append(case)
@@ -599,6 +602,47 @@ async def new_bench(dut, pmtu=PMTU, region_bytes=1 << 16):
     return bench, traffic, Flows(traffic, rng, starts, e["mpr"])
 
 
+async def fill_body_then_control(bench, traffic, flows, plane=0):
+    """Phase 2b: with the outputs stopped, data frames on ``plane`` sized to fill its body ring
+    to the last word (the free words each frame was judged on come from the trace), then a SACK,
+    which needs one body word: it finds no room and is dropped, counted
+    ``no_buffer_control``. Returns the data frames (phase 3 sends them again)."""
+    lanes = bench.core // 8
+    need_of = {}                                # body words -> payload (WRITE_ONLY)
+    for payload in range(0, ENGINE["pmtu"] + 1):
+        length = 138 + payload + (-payload % 4)
+        need_of.setdefault(max(0, -(-length // lanes) - header_words(bench.core)), payload)
+    bench.stall, frames = True, []
+    q = traffic.enabled[0]
+
+    async def send(case):
+        bench.send(plane, case)
+        while bench.sent[plane]:
+            await ClockCycles(bench.dut.clk, 10)
+        return bench.free_seen[plane]
+
+    frames.append(flows.message(q, payload=0, packets=1)[0])    # no body word: reads `free`
+    free = await send(Labelled(frames[-1], 0, "data", "data"))
+    for _ in range(6):                          # 8 header slots: 1 taken above, 1 for the SACK
+        if free == 0:
+            break
+        need = max(n for n in need_of if n <= free)
+        frame = flows.message(q, payload=need_of[need], packets=1)[0]
+        frames.append(frame)
+        seen = await send(Labelled(frame, 0, "data", "data"))
+        assert seen >= need, f"free body words {seen}, fewer than the {need} expected"
+        free = seen - need
+    assert free == 0, f"the body ring of plane {plane} still has {free} words free"
+    before = bench.model.front.counters["no_buffer_control"]
+    await send(Labelled(traffic.control(Opcode.SACK), 0, "sack", "sack"))
+    await ClockCycles(bench.dut.clk, 100)
+    bench.stall = False
+    await bench.drain()
+    assert bench.model.front.counters["no_buffer_control"] == before + 1, \
+        "the SACK did not find the body ring full"
+    return frames
+
+
 @cocotb.test()
 async def rx_engine_random(dut):
     from verif.bench import params, write_result
@@ -654,6 +698,7 @@ async def rx_engine_random(dut):
     await bench.drain()
     full = bench.outcomes - phase1
     assert full[NO_BUFFER] and full[NO_ROOM], f"phase 2 did not fill the buffers: {dict(full)}"
+    big += await fill_body_then_control(bench, traffic, flows)
 
     # Phase 3: the frames of phase 2 again (on one plane: the holes are filled), then in-order
     # messages on every plane, back to back, no idle, no backpressure.
@@ -783,6 +828,27 @@ async def rx_engine_hostile(dut):
     assert model.placement.counters["placed"] - placed_before == len(after)
     w = bench.w_cycles[first_w:]
     rate = len(after) * traffic.pmtu / (w[-1] - w[0] + 1)
+
+    # A QP error: one QP gets wimm_max + 1 Writes with Immediate above a hole, so one
+    # completion too many waits (WIMM_OVERFLOW, the QP goes to the error state, its waiting
+    # completions are flushed with QP_ERROR); then the hole's PSN gets the verdict QP_ERROR, and
+    # the other QPs go on placing (no corrupted neighbour).
+    victim, others = traffic.enabled[0], traffic.enabled[1:]
+    hole = flows.next[victim]
+    wimm = engine_params(params())["wimm_max"]
+    bench.idle, bench.backpressure = 0.1, 0.1
+    for k in range(1, wimm + 2):
+        bench.send(0, Labelled(traffic.data(qpn=victim, psn=psn_add(hole, k), payload=16,
+                                            opcode=Opcode.WRITE_ONLY_IMM), 0, "data", "data"))
+    bench.send(0, Labelled(traffic.data(qpn=victim, psn=hole, payload=16), 0, "data", "data"))
+    await bench.drain()
+    tail = [VERDICT_NAMES[code] for _, code in bench.decided[-(wimm + 2):]]
+    assert tail == ["placed"] * wimm + ["wimm_overflow", "qp_error"], tail
+    before = bench.verdict_counts[RxVerdict.PLACED]
+    for index, frame in enumerate(f for q in others for f in flows.message(q, packets=2)):
+        bench.send(index % bench.n_planes, Labelled(frame, 0, "data", "data"))
+    await bench.drain()
+    assert bench.verdict_counts[RxVerdict.PLACED] - before == 2 * len(others)
 
     # The end: every timer fires, then everything equals the model's.
     await bench.ticks(3)

@@ -836,6 +836,30 @@ async def switch_hostile(dut):
     admitted = sum(len(a) for a in bench.admissions)
     assert admitted == forwarded, f"{admitted} frames reached an egress queue, {forwarded} " \
         "predicted"
+
+    # Then a queue that fills with frames that may not be trimmed: the egress stops, NO_TRIM
+    # data and CONTROL frames beyond the data and control limits are dropped full and counted.
+    victim = rng.randrange(bench.ports)
+    bench.sinks[victim].clear_pause_generator()
+    bench.sinks[victim].pause = True
+    limit = bench.model.egress[victim].config.data_limit
+    for dscp, opcode, total in ((Dscp.NO_TRIM, Opcode.WRITE_ONLY, 2 * limit),
+                                (Dscp.CONTROL, Opcode.SACK, 3 * limit)):
+        sent = 0
+        while sent < total:
+            frame = traffic.frame(victim, payload=1000 if dscp == Dscp.NO_TRIM else 0,
+                                  dscp=dscp, opcode=opcode, hop_limit=64,
+                                  da=carrier([OWN, traffic.hosts[victim]]))
+            await bench.send(rng.randrange(bench.ports), frame)
+            sent += len(frame)
+    for source in bench.sources:
+        await source.wait()
+    await ClockCycles(dut.clk, 200)
+    full = bench.model.egress_counters(victim)["dropped_full"]
+    assert full > 0, "no frame found the stopped queue full"
+    bench.sinks[victim].pause = False
+    await bench.drain()
+    await bench.check_state()
     dut._log.info("hostile: %d frames, outcomes %s, mutations %d kinds", sum(kinds.values()),
                   dict(kinds), len(campaign.counts))
     bench.finish("hostile")
