@@ -13,7 +13,10 @@ Frames (Ethernet without FCS, as bytes) arrive on N plane ports and go through:
    :data:`BAD` (``tuser[0]`` on its last beat: dropped, counted ``dropped_bad``). The model checks
    what it can: BAD exactly for frames flagged bad (unless NO_ROOM, which wins: the frame was never
    written), STORED for frames shorter than 20 bytes (no Payload Length to judge), and, when the
-   caller gives the free words the RTL saw, the room rule itself (:func:`body_words_needed`).
+   caller gives the free words the RTL saw, the room rule itself (:func:`body_words_needed`);
+   with ``header_slots`` configured, NO_ROOM is judged against the frames it holds (a frame
+   kept only while a header slot can be free, NO_ROOM only while every slot can be in use:
+   :meth:`RxFrontModel._check_slots`).
 2. **Plane merge** (:meth:`RxFrontModel.merge`): whole frames leave the plane buffers in the order
    the RTL reports (round-robin in the RTL; an input here).
 3. **Parser and checks** (:meth:`RxFrontModel.judge`), in the order of docs/protocol.md section 5, each
@@ -145,11 +148,14 @@ def _check_int(name, value, low, high):
 
 @dataclass(frozen=True)
 class RxFrontConfig:
-    """Parameters of the receive front (the RTL's): N planes of W bits, the QPs and regions."""
+    """Parameters of the receive front (the RTL's): N planes of W bits, the QPs and regions;
+    ``header_slots`` (the plane buffer's, or None) turns on the header-slot rule of
+    :meth:`RxFrontModel.arrive`."""
     n_planes: int = 8
     data_width: int = 64
     n_qps: int = 4
     n_regions: int = 4
+    header_slots: int | None = None     # the plane buffer's header slots (None: not judged)
 
     def __post_init__(self):
         _check_int("n_planes", self.n_planes, 1, MAX_PLANES)
@@ -159,6 +165,8 @@ class RxFrontConfig:
         if self.n_qps & (self.n_qps - 1):
             raise ValueError(f"n_qps must be a power of two, not {self.n_qps}")
         _check_int("n_regions", self.n_regions, 1, MAX_REGIONS)
+        if self.header_slots is not None:
+            _check_int("header_slots", self.header_slots, 2, 256)
 
     @property
     def core_width(self):
@@ -190,6 +198,8 @@ class RxFrontModel:
         self.inner_dst = 0
         self.regions = [None] * cfg.n_regions
         self.stored = [deque() for _ in range(cfg.n_planes)]
+        # Merges of each plane since its last arrival (the header-slot rule of arrive()).
+        self.merged_since = [0] * cfg.n_planes
         self.counters = dict.fromkeys(PARSER_COUNTERS, 0)
         self.plane_counters = [dict.fromkeys(PLANE_COUNTERS, 0) for _ in range(cfg.n_planes)]
         self.metas, self.payloads, self.feedbacks, self.controls = [], [], [], []
@@ -233,6 +243,8 @@ class RxFrontModel:
             raise ValueError(f"unknown plane outcome {outcome!r}")
         counters = self.plane_counters[plane]
         counters["frames"] += 1
+        self._check_slots(plane, outcome)
+        self.merged_since[plane] = 0
         if outcome == NO_ROOM:
             counters["dropped_no_room"] += 1
             return outcome
@@ -254,6 +266,27 @@ class RxFrontModel:
         self.stored[plane].append((frame, outcome == NO_BUFFER))
         return outcome
 
+    def _check_slots(self, plane, outcome):
+        """The header-slot rule (``header_slots`` configured): a frame takes a slot at its first
+        beat and frees it when the merge has read it out. A plane port carries one frame at a
+        time, so at a frame's first beat the slots in use were the frames held now (not yet
+        merged), the frames merged since the plane's last arrival (some of them during this
+        frame) and at most one frame still being read. Hence a frame kept (STORED, NO_BUFFER)
+        needs the frames held now to be below ``header_slots``, and NO_ROOM needs them, with
+        the merges since the last arrival and the one being read, to reach it. A BAD frame had
+        a slot too (NO_ROOM wins over BAD)."""
+        slots = self.config.header_slots
+        if slots is None:
+            return
+        held = len(self.stored[plane])
+        if outcome != NO_ROOM and held >= slots:
+            raise ValueError(f"plane {plane}: outcome {OUTCOMES[outcome]} with all {slots} "
+                             f"header slots held by frames not yet merged")
+        if outcome == NO_ROOM and held + self.merged_since[plane] + 1 < slots:
+            raise ValueError(f"plane {plane}: outcome no_room with {held} frames held and "
+                             f"{self.merged_since[plane]} merged since the last arrival, of "
+                             f"{slots} header slots")
+
     def merge(self, plane):
         """The merge takes the oldest frame of ``plane`` into the core: judge it, record its
         outputs; returns the :class:`Judgement`."""
@@ -261,6 +294,7 @@ class RxFrontModel:
         if not self.stored[plane]:
             raise ValueError(f"the merge took a frame from plane {plane}, which holds none")
         frame, no_buffer = self.stored[plane].popleft()
+        self.merged_since[plane] += 1
         result = self.judge(frame, no_buffer)
         self.counters[result.reason] += 1
         if result.meta is not None:

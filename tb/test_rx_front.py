@@ -98,7 +98,8 @@ class FrontBench:
         self.n_planes = front["n_planes"]
         self.width = front["data_width"]
         self.model = RxFrontModel(n_planes=self.n_planes, data_width=self.width,
-                                  n_qps=front["n_qps"], n_regions=front["n_regions"])
+                                  n_qps=front["n_qps"], n_regions=front["n_regions"],
+                                  header_slots=front["header_slots"])
         self.core = self.model.config.core_width
         self.free_bits = 0
         self.cfg = ConfigDriver(dut)

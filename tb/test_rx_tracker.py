@@ -18,7 +18,9 @@ events (QP unknown or disabled, opcodes that are neither data nor PROBE); one ph
 calm (few CE marks, RTX, AckReq and reorders: SACKs of the every-4th rule and of the timer). The
 first phase starts with QP 0's whole window filled out of order (cack_psn jumps by MPR) and, for
 MPR up to 256, two laps of the bitmap ring in order. The model is fed the same events with the
-ticks each verdict reports. Every verdict is compared, and at each phase end (events drained,
+ticks each verdict reports, and those ticks are judged from the cycles of the tick pulses and
+the handshakes (:func:`tick_bounds`: never more than came since the previous event, never
+fewer than were pending before this one). Every verdict is compared, and at each phase end (events drained,
 three ticks, tracker idle) every SACK, NACK and completion record in order and every QP's state
 read back; then some QPs are set up again (those in the error state among them) or disabled. At
 the end every counter is read back and compared, and the run must have met every verdict, timer
@@ -93,6 +95,49 @@ def model_step(tracker, event):
     return VERDICT_CODES[res.verdict], ctrl, [c.record(q) for c in res.completions]
 
 
+def tick_bounds(handshakes, takes, pulses):
+    """The ticks each verdict may report, from the cycles alone (test-audit #11: the ``ticks``
+    field was compared with itself). ``handshakes[i]`` and ``takes[i]`` are the cycles event i
+    was taken on ``s_ev`` and its verdict on ``m_verdict``, ``pulses`` the cycles ``tick`` was
+    high, all sampled at the same clock edges. From the block's documented tick rule (RxTracker:
+    a tick is held pending, at most 2, and applied in stage 2 ahead of the next event; the
+    verdict reports the ticks applied since the previous verdict, saturated at 3):
+
+    - at most the pulses after the previous event's handshake and before this verdict was taken
+      (a tick is never applied before it came, nor counted twice);
+    - at least the pulses after the previous verdict was taken and up to this event's handshake
+      (they were pending before the event reached stage 2, which waits for none pending), at
+      most 2 of them (the pending count saturates).
+
+    Returns ``[(low, high), ...]`` per verdict."""
+    from bisect import bisect_left, bisect_right
+
+    def between(first, last):            # pulses in cycles first..last
+        return max(0, bisect_right(pulses, last) - bisect_left(pulses, first))
+
+    bounds = []
+    for i, (h, v) in enumerate(zip(handshakes, takes)):
+        h_prev = handshakes[i - 1] if i else -1
+        v_prev = takes[i - 1] if i else -1
+        high = min(3, between(h_prev + 1, v - 1))
+        low = min(2, between(v_prev, h))
+        bounds.append((low, high))
+    return bounds
+
+
+def test_tick_bounds_catch_a_late_or_invented_tick():
+    # Event 0 taken at 10, its verdict at 14; event 1 at 20, verdict at 24; event 2 at 21,
+    # verdict at 30. Pulses at 5 (before event 0), 16 and 18 (between verdict 0 and event 1).
+    bounds = tick_bounds([10, 20, 21], [14, 24, 30], [5, 16, 18])
+    assert bounds == [(1, 1), (2, 2), (0, 0)]
+    reported = [1, 2, 0]
+    assert all(lo <= r <= hi for r, (lo, hi) in zip(reported, bounds))
+    late = [0, 1, 2]                     # each tick reported one verdict late
+    assert not all(lo <= r <= hi for r, (lo, hi) in zip(late, bounds))
+    invented = [1, 3, 0]
+    assert not all(lo <= r <= hi for r, (lo, hi) in zip(invented, bounds))
+
+
 class Checker:
     """The model of the whole tracker: one model tracker per enabled QP, fed the events in order
     and, before each, the ticks its verdict reports; it keeps the control records, completions
@@ -111,6 +156,7 @@ class Checker:
         self.progress = [0] * n_qps      # PSNs cack_psn moved since the QP's set-up
         self.most_progress = 0
         self.bursts = 0
+        self.tick_floors = 0             # verdicts whose ticks had a lower bound above 0
 
     def setup(self, q, start, enabled):
         self.progress[q] = 0
@@ -126,9 +172,15 @@ class Checker:
                     self.counts["sack"] += 1
                     self.timer_sacks += 1
 
-    def event(self, event, verdict_word):
-        """Apply one event; compare the tracker's verdict record with the model's."""
+    def event(self, event, verdict_word, tick_range=None):
+        """Apply one event; compare the tracker's verdict record with the model's, and its
+        ``ticks`` with ``tick_range`` (low, high) from :func:`tick_bounds`."""
         got = RX_VERDICT.unpack(verdict_word)
+        if tick_range is not None:
+            low, high = tick_range
+            assert low <= got["ticks"] <= high, \
+                f"verdict {got} for {event}: {got['ticks']} ticks reported, the tick pulses " \
+                f"and handshakes allow {low}..{high}"
         for _ in range(got["ticks"]):
             self.tick()
         q = event["qpn"]
@@ -579,6 +631,23 @@ async def rx_random(dut):
             ticking["pulses"] += pulse
 
     cocotb.start_soon(drive_ticks())
+    stamps = {"ev": [], "verdict": [], "pulse": []}
+
+    async def watch():
+        """The cycles of each event handshake, verdict taken and tick pulse (tick_bounds)."""
+        cycle = 0
+        handles = [("ev", dut.s_ev_tvalid, dut.s_ev_tready),
+                   ("verdict", dut.m_verdict_tvalid, dut.m_verdict_tready)]
+        while True:
+            await RisingEdge(dut.clk)
+            cycle += 1
+            for name, valid, ready in handles:
+                if valid.value and ready.value:
+                    stamps[name].append(cycle)
+            if dut.tick.value:
+                stamps["pulse"].append(cycle)
+
+    cocotb.start_soon(watch())
 
     async def setup(q, start_psn, enabled):
         await setup_qp(cfg, q, start_psn, enabled)
@@ -608,9 +677,12 @@ async def rx_random(dut):
         while ticking["forced"]:
             await RisingEdge(dut.clk)
         await wait_idle(cfg)
-        for event in sent:
-            checker.event(event, verdicts.queue.popleft())
-            checked += 1
+        bounds = tick_bounds(stamps["ev"], stamps["verdict"], stamps["pulse"])
+        for i, event in enumerate(sent):
+            tick_range = bounds[checked + i]
+            checker.tick_floors += tick_range[0] > 0
+            checker.event(event, verdicts.queue.popleft(), tick_range)
+        checked += len(sent)
         sent.clear()
         for _ in range(3):
             checker.tick()
@@ -637,14 +709,15 @@ async def rx_random(dut):
     # The run must have met every verdict and the interesting cases.
     missing = [name for name in VERDICT_NAMES.values() if not checker.counts[name.lower()]]
     assert not missing, f"no event with verdict {missing}"
-    assert checker.timer_sacks and checker.jumps and checker.bursts, \
-        (checker.timer_sacks, checker.jumps, checker.bursts)
+    assert checker.timer_sacks and checker.jumps and checker.bursts and checker.tick_floors, \
+        (checker.timer_sacks, checker.jumps, checker.bursts, checker.tick_floors)
     assert checker.longest_jump == mpr and checker.fourths, checker.fourths
     if mpr <= 256:
         assert checker.most_progress >= 2 * mpr, checker.most_progress
     assert events.empty() and verdicts.empty() and ctrl.empty() and cpl.empty()
-    dut._log.info("%d events checked; %d timer SACKs, %d jumps, %d completion bursts", checked,
-                  checker.timer_sacks, checker.jumps, checker.bursts)
+    dut._log.info("%d events checked; %d timer SACKs, %d jumps, %d completion bursts; %d "
+                  "verdicts owed at least one tick", checked, checker.timer_sacks,
+                  checker.jumps, checker.bursts, checker.tick_floors)
     write_result(dut, "rx_tracker", checked)
 
 

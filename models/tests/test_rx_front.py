@@ -83,6 +83,47 @@ def test_plane_outcomes_and_counters():
     assert model.empty()
 
 
+def test_header_slot_rule_judges_no_room():
+    # test-audit #8: NO_ROOM was taken from the RTL's trace and never judged. With
+    # header_slots the model judges it: a frame is kept only while a slot can be free, NO_ROOM
+    # only while every slot can be in use. Without the rule (header_slots None) the spurious
+    # outcomes below pass, which is how the old model behaved.
+    for slots in (None, 2):
+        model, traffic = setup(header_slots=slots)
+        frames = [traffic.data(payload=100) for _ in range(6)]
+        spurious_no_room = lambda: model.arrive(0, frames[0], outcome=NO_ROOM)  # noqa: E731
+        if slots is None:
+            assert spurious_no_room() == NO_ROOM
+            continue
+        with pytest.raises(ValueError, match="no_room with 0 frames held"):
+            spurious_no_room()
+    model, traffic = setup(header_slots=2)
+    frames = [traffic.data(payload=100) for _ in range(8)]
+    assert model.arrive(0, frames[0]) == STORED          # slots in use: 1
+    assert model.arrive(0, frames[1]) == STORED          # 2 (full)
+    with pytest.raises(ValueError, match="all 2 header slots held"):
+        model.arrive(0, frames[2])                       # a third kept: overfilled
+    model, traffic = setup(header_slots=2)
+    frames = [traffic.data(payload=100) for _ in range(8)]
+    model.arrive(0, frames[0])
+    assert model.arrive(0, frames[1], outcome=NO_ROOM) == NO_ROOM   # 1 held + 1 being read
+    model.arrive(0, frames[2])
+    model.merge(0)
+    model.merge(0)                                       # merges since the last arrival: 2
+    assert model.arrive(0, frames[3], outcome=NO_ROOM) == NO_ROOM   # may have been during it
+    with pytest.raises(ValueError, match="no_room with 0 frames held and 0 merged"):
+        model.arrive(0, frames[4], outcome=NO_ROOM)
+    model2, traffic2 = setup(header_slots=2)
+    model2.arrive(1, traffic2.data(payload=10))
+    model2.arrive(1, traffic2.data(payload=10))
+    with pytest.raises(ValueError, match="all 2 header slots"):
+        model2.arrive(1, traffic2.data(payload=10), bad=True, outcome=BAD)   # BAD needed one
+    model.arrive(1, frames[5], bad=True, outcome=BAD)    # a bad frame had a slot, then freed it
+    assert model.plane_counters[0]["dropped_no_room"] == 2
+    with pytest.raises(ValueError, match="header_slots"):
+        RxFrontConfig(header_slots=1)
+
+
 def test_merge_order_is_per_plane_fifo():
     model, traffic = setup()
     frames = {p: [traffic.data(payload=p * 10 + i + 1) for i in range(3)] for p in (0, 1)}
