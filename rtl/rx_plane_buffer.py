@@ -374,7 +374,11 @@ class RxPlaneBuffer(wiring.Component):
         ]
         for i in range(1, ICRC_LATENCY):
             m.d.sync += [delay_valid[i].eq(delay_valid[i - 1]), delay_data[i].eq(delay_data[i - 1])]
-        m.submodules.frames = frames = SyncFIFOBuffered(width=desc_bits + 1, depth=slots)
+        # At least 3 entries: SyncFIFOBuffered(depth=2) is not writable in the cycle after a
+        # write into it empty (its inner one-entry FIFO is still full), and a descriptor written
+        # then was lost (found by verif/formal_rx_streams.py); from 3 on it takes one per cycle.
+        m.submodules.frames = frames = SyncFIFOBuffered(width=desc_bits + 1,
+                                                        depth=max(3, slots))
         m.d.comb += [
             frames.w_en.eq(delay_valid[-1]),
             frames.w_data.eq(Cat(delay_data[-1], icrc_ok)),

@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Formal checks of the stream contract of the transmit-side blocks (verif/formal_tx_streams.py,
+issue [verify] item 1), with the stream rules of docs/protocol.md section 8 on every port: the
+header inserter (one frame per record kept, each with its record's beats and last tkeep;
+k-induction), the link (whole frames pass unchanged and in order; k-induction with register
+FIFOs, and bounded as it is), the plane splitter (every frame to exactly one plane, whole, in
+order; bounded) and path building (one header per plane frame record, one send record per data
+frame; bounded). A deliberately broken header inserter and link fail with a counterexample
+waveform; two findings are strict xfails: the plane splitter commits a frame longer than its
+record when the last beat is empty, and TxPath withdraws a plane frame record it presented.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from rtl.header_inserter import HeaderInserter
+from rtl.link import Link
+from verif import formal_tx_streams as harnesses
+from verif.formal import FormalFailure, check, sby_available
+
+PS_DEEP = 10       # the plane splitter's deep BMC (test-full): about 6 minutes
+TP_DEEP = 12       # the path building's deep BMC (test-full)
+
+pytestmark = pytest.mark.skipif(not sby_available(), reason="yowasp-sby or yices not installed")
+
+
+class OversizeInserter(HeaderInserter):
+    """A header inserter whose length limit is 8 bytes too high: it keeps (and frames) a record
+    whose ``length`` is above ``max_payload``, one it must drop."""
+
+    def __init__(self, data_width=64, max_payload=4096):
+        super().__init__(data_width, max_payload)
+        self.max_payload = max_payload + 8
+
+
+class OverrunLink(Link):
+    """A link whose ``s_axis_tready`` is always high: a beat offered while its FIFO is full is
+    taken and lost (the FIFO ignores the write)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.s_axis.ready.eq(1)       # the later assignment wins
+        return m
+
+
+# -- header inserter ----------------------------------------------------------------------------
+
+def test_header_inserter_inductive():
+    # W = 64, max_payload 16: stream rules (tdata included, the CRC stages in the cone), one
+    # frame per record kept, its record's beats and last-beat tkeep; from any state.
+    m, ports, depths = harnesses.header_inserter_harness(prove=2)
+    result = check("txs_header_inserter", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2)}
+
+
+def test_header_inserter_inductive_w512():
+    # W = 512 (a shortest frame is 3 beats, so up to three frames inside): the proof and the
+    # covers on the whole data path, all reached by step 8.
+    m, ports, depths = harnesses.header_inserter_harness(512, 16, prove=2, cover=9)
+    result = check("txs_header_inserter_w512", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 9)}
+
+
+@pytest.mark.full
+def test_header_inserter_covers_w64():
+    # The covers at W = 64 (without tdata, so that the 23 steps fit): a whole 17-beat frame out
+    # (step 21), frames back to back, a frame flagged bad, a record dropped while busy.
+    m, ports, depths = harnesses.header_inserter_harness(data=False, prove=2, cover=23)
+    result = check("txs_header_inserter_cover", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 23)}
+
+
+@pytest.mark.full
+def test_header_inserter_inductive_w128():
+    # W = 128, max_payload 64.
+    m, ports, depths = harnesses.header_inserter_harness(128, 64, prove=2, cover=16)
+    result = check("txs_header_inserter_w128", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 16)}
+
+
+def test_broken_header_inserter_fails_with_waveform():
+    # A header inserter that frames a record of length max_payload + 8 (it must drop it).
+    m, ports, _ = harnesses.header_inserter_harness(block=OversizeInserter)
+    with pytest.raises(FormalFailure) as info:
+        check("txs_broken_header_inserter_oversize", m, ports, bmc=4)
+    assert info.value.mode == "bmc" and info.value.vcd and Path(info.value.vcd).exists()
+
+
+# -- link -----------------------------------------------------------------------------------------
+
+def test_link_inductive():
+    # W = 64, delay_max 0 (FIFO of 2 beats), rate_max 1, with its FIFOs as register FIFOs of the
+    # same ports and timing: whole frames pass unchanged and in order, tdata included; from any
+    # state.
+    m, ports, depths = harnesses.link_harness(inductive=True, prove=2, cover=6)
+    result = check("txs_link_inductive", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 6)}
+
+
+def test_link_bounded():
+    # The link as it is (memory FIFOs), from reset, tdata included.
+    m, ports, depths = harnesses.link_harness(bmc=10, cover=6)
+    result = check("txs_link", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", 10), "cover": ("PASS", 6)}
+
+
+@pytest.mark.full
+def test_link_inductive_delay():
+    # delay_max 6 (FIFO of 8 beats), rate_max 3: the release stamps and the rate gap.
+    m, ports, depths = harnesses.link_harness(delay_max=6, rate_max=3, inductive=True, prove=2,
+                                              cover=14)
+    result = check("txs_link_inductive_delay", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 14)}
+
+
+@pytest.mark.full
+def test_link_bounded_deep():
+    # The link as it is, without tdata (keep, last, user compared beat by beat), deeper.
+    m, ports, depths = harnesses.link_harness(data=False, bmc=18, cover=6)
+    result = check("txs_link_deep", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", 18), "cover": ("PASS", 6)}
+
+
+def test_broken_link_fails_with_waveform():
+    # A link that takes a beat while its FIFO is full loses it.
+    m, ports, _ = harnesses.link_harness(block=OverrunLink)
+    with pytest.raises(FormalFailure) as info:
+        check("txs_broken_link_overrun", m, ports, bmc=8)
+    assert info.value.mode == "bmc" and info.value.vcd and Path(info.value.vcd).exists()
+
+
+# -- plane splitter -------------------------------------------------------------------------------
+
+def test_plane_splitter_bounded():
+    # N = 2, W = 64, C = 128, max_payload 16 (FIFO 32 words, 4 frames a plane), tdata
+    # included; every cover reached by step 5 (frames of any length are allowed).
+    m, ports, depths = harnesses.plane_splitter_harness(bmc=7, cover=6, data=True)
+    result = check("txs_plane_splitter", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", 7), "cover": ("PASS", 6)}
+
+
+@pytest.mark.full
+def test_plane_splitter_bounded_deep():
+    # Without tdata, deeper.
+    m, ports, depths = harnesses.plane_splitter_harness(bmc=PS_DEEP)
+    result = check("txs_plane_splitter_deep", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", PS_DEEP)}
+
+
+@pytest.mark.xfail(strict=True, raises=FormalFailure, reason=(
+    "PlaneSplitter bug on bad input: its frame length uses a beat index that saturates at the "
+    "record's words, so a core frame longer than its record by whole words with an empty last "
+    "beat (tkeep[0] = 0 on tlast) is committed where the model discards it as bad_length, "
+    "truncated to the record's words, none of them marked last: the plane port then runs on "
+    "through the FIFO with no tlast (BMC: a record of 0 bytes, a 2-beat frame, committed at "
+    "step 3; simulated: a 16-byte record, beats of 16, 16 and 0 bytes); the fix belongs to "
+    "[tx-speed], which rebuilds the plane splitter"))
+def test_plane_splitter_empty_last_beat():
+    m, ports, _ = harnesses.plane_splitter_harness(empty_last=True)
+    try:
+        check("txs_plane_splitter_empty_last", m, ports, bmc=5)
+    except FormalFailure as exc:
+        assert exc.mode == "bmc" and exc.vcd and Path(exc.vcd).exists()
+        raise
+
+
+# -- path building ------------------------------------------------------------------------------
+
+def test_tx_path_bounded():
+    # 1 QP, 2 planes, max_payload 16; the sinks of m_hdr and m_send keep ready while a plane
+    # frame record waits (see test_tx_path_frame_record_withdrawn).
+    m, ports, depths = harnesses.tx_path_harness(bmc=6, cover=4)
+    result = check("txs_tx_path", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", 6), "cover": ("PASS", 4)}
+
+
+@pytest.mark.full
+def test_tx_path_bounded_deep():
+    m, ports, depths = harnesses.tx_path_harness(bmc=TP_DEEP, cover=4)
+    result = check("txs_tx_path_deep", m, ports, **depths)
+    assert result.modes == {"bmc": ("PASS", TP_DEEP), "cover": ("PASS", 4)}
+
+
+@pytest.mark.xfail(strict=True, raises=FormalFailure, reason=(
+    "TxPath breaks the stream rule on m_frame: its valid (data_cand | ctrl_cand) includes "
+    "hdr_free = ~hdr_valid | m_hdr_tready (and send_free for data), so a plane frame record "
+    "presented while m_frame_tready is low is withdrawn when the header register is full and "
+    "m_hdr_tready falls (a control record offered in step 2 beside a drop header, m_hdr_tready "
+    "low in step 3: m_frame_tvalid 0 without a handshake); the fix belongs to [tx-speed], "
+    "which rebuilds tx_path"))
+def test_tx_path_frame_record_withdrawn():
+    m, ports, _ = harnesses.tx_path_harness(outputs_free_while_frame_waits=False)
+    try:
+        check("txs_tx_path_frame_withdrawn", m, ports, bmc=5)
+    except FormalFailure as exc:
+        assert exc.mode == "bmc" and exc.vcd and Path(exc.vcd).exists()
+        assert "formal.py" in str(exc)      # a stream rule (verif/formal.py StreamPort)
+        raise
