@@ -6,6 +6,7 @@ broken arbiter and plane buffer fail with a counterexample waveform. The deeper 
 configurations run in ``make test-full`` only (marked ``full``)."""
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -27,15 +28,8 @@ class HalfWordsArbiter(SwitchArbiter):
 
     def elaborate(self, platform):
         original = arbiter_mod.exact_log2
-
-        def log2_plus_one(n):
-            return original(n) + 1
-
-        arbiter_mod.exact_log2 = log2_plus_one
-        try:
+        with mock.patch.object(arbiter_mod, "exact_log2", lambda n: original(n) + 1):
             return super().elaborate(platform)
-        finally:
-            arbiter_mod.exact_log2 = original
 
 
 class OneDescriptorBuffer(RxPlaneBuffer):
@@ -43,16 +37,11 @@ class OneDescriptorBuffer(RxPlaneBuffer):
     descriptor of a second frame kept while the first waits is lost."""
 
     def elaborate(self, platform):
-        original = plane_buffer_mod.SyncFIFOBuffered
-
         def one_deep(*, width, depth):
             return SyncFIFOBuffered(width=width, depth=1)
 
-        plane_buffer_mod.SyncFIFOBuffered = one_deep
-        try:
+        with mock.patch.object(plane_buffer_mod, "SyncFIFOBuffered", one_deep):
             return super().elaborate(platform)
-        finally:
-            plane_buffer_mod.SyncFIFOBuffered = original
 
 
 # -- switch arbiter ---------------------------------------------------------------------------

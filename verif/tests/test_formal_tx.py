@@ -6,6 +6,7 @@ fails with a counterexample waveform. The uN stage's stream contract (docs/proto
 checked in ``make test-full`` only."""
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from amaranth.hdl import Const
@@ -32,11 +33,8 @@ class AnySlotScheduler(SprayScheduler):
                 vec = Const((1 << n) - 1, n)
             return original(m, vec, start, n, name)
 
-        spray_mod._round_robin = round_robin
-        try:
+        with mock.patch.object(spray_mod, "_round_robin", round_robin):
             return super().elaborate(platform)
-        finally:
-            spray_mod._round_robin = original
 
 
 class AtLimitSegmenter(Segmenter):
@@ -44,16 +42,11 @@ class AtLimitSegmenter(Segmenter):
     (``next_psn`` at or before ``psn_limit``)."""
 
     def elaborate(self, platform):
-        original = segmenter_mod._before
-
         def at_or_before(a, b):
             return ~((b - a)[:24])[23]
 
-        segmenter_mod._before = at_or_before
-        try:
+        with mock.patch.object(segmenter_mod, "_before", at_or_before):
             return super().elaborate(platform)
-        finally:
-            segmenter_mod._before = original
 
 
 def test_spray_choice_inductive():
