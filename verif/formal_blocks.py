@@ -7,6 +7,8 @@ the modes that pass (``{"prove": k}`` for an inductive proof, ``{"bmc": n}`` for
 stream rules every block boundary keeps).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Assert, Assume, C, Cat, Cover, Fragment, Module, Mux, Signal
 
 from rtl.common.register_slice import RegisterSlice
@@ -119,6 +121,21 @@ def stream_merge_harness(n=3, seq_bits=3, block=StreamMerge):
     return m, ports, {"prove": 2, "cover": 14}
 
 
+def placement_ports(m, dut):
+    """The stream rules of a Placement's four ports (command and payload in, AW and W out) and
+    its configuration port held idle: ``(cmd, pay, aw, w)``, each an elaborated StreamPort."""
+    axi = dut.m_axi
+    cmd = StreamPort(dut.s_cmd, "in", "cmd").elaborate(m)
+    pay = StreamPort(dut.s_axis, "in", "pay").elaborate(m)
+    aw = StreamPort(SimpleNamespace(valid=axi.awvalid, ready=axi.awready,
+                                    payload=Cat(axi.awaddr, axi.awlen)), "out", "aw").elaborate(m)
+    w = StreamPort(SimpleNamespace(valid=axi.wvalid, ready=axi.wready,
+                                   payload=Cat(axi.wdata, axi.wstrb, axi.wlast)),
+                   "out", "w").elaborate(m)
+    m.d.comb += dut.cfg_we.eq(0)
+    return cmd, pay, aw, w
+
+
 def placement_harness(data_width=64, addr_width=12, queue_depth=2, max_length=24, bmc=6,
                       cover=8, shadow=8):
     """Placement (docs/protocol.md section 5: a frame writes only its own bytes): on any command
@@ -140,8 +157,6 @@ def placement_harness(data_width=64, addr_width=12, queue_depth=2, max_length=24
     arithmetic), so this is a check of the first packets after reset, not a proof; the
     covers (two packets written, an unaligned first beat, a burst split, a long payload
     drained) are reached within 8 cycles."""
-    from types import SimpleNamespace
-
     from rtl.placement import Placement
 
     m = Module()
@@ -149,14 +164,7 @@ def placement_harness(data_width=64, addr_width=12, queue_depth=2, max_length=24
     n = data_width // 8
     lb = n.bit_length() - 1
     axi = dut.m_axi
-    cmd = StreamPort(dut.s_cmd, "in", "cmd").elaborate(m)
-    pay = StreamPort(dut.s_axis, "in", "pay").elaborate(m)
-    aw = StreamPort(SimpleNamespace(valid=axi.awvalid, ready=axi.awready,
-                                    payload=Cat(axi.awaddr, axi.awlen)), "out", "aw").elaborate(m)
-    w = StreamPort(SimpleNamespace(valid=axi.wvalid, ready=axi.wready,
-                                   payload=Cat(axi.wdata, axi.wstrb, axi.wlast)),
-                   "out", "w").elaborate(m)
-    m.d.comb += dut.cfg_we.eq(0)
+    cmd, pay, aw, w = placement_ports(m, dut)
     if max_length is not None:
         m.d.comb += Assume(~dut.s_cmd.valid | (dut.s_cmd.p.length <= max_length))
     # The payload data does not steer any write decision (only keep and last do): it is held at

@@ -15,13 +15,13 @@ of the same ports and timing (:func:`verif.formal_tx_streams._register_fifo_clas
 the Link proof); the placement logic itself is the RTL's, unchanged.
 """
 
-from types import SimpleNamespace
 from unittest import mock
 
 from amaranth.hdl import Assert, Assume, C, Cat, Cover, Fragment, Module, Mux, Signal
 from amaranth.utils import bits_for, exact_log2
 
 from .formal import StreamPort, find_signal
+from .formal_blocks import placement_ports
 from .formal_rx import GhostFifo
 from .formal_tx_streams import _register_fifo_class
 
@@ -116,14 +116,7 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
     lw = bits_for(max_length)                # harness lengths
     axi = dut.m_axi
 
-    cmd = StreamPort(dut.s_cmd, "in", "cmd").elaborate(m)
-    pay = StreamPort(dut.s_axis, "in", "pay").elaborate(m)
-    aw = StreamPort(SimpleNamespace(valid=axi.awvalid, ready=axi.awready,
-                                    payload=Cat(axi.awaddr, axi.awlen)), "out", "aw").elaborate(m)
-    w = StreamPort(SimpleNamespace(valid=axi.wvalid, ready=axi.wready,
-                                   payload=Cat(axi.wdata, axi.wstrb, axi.wlast)),
-                   "out", "w").elaborate(m)
-    m.d.comb += dut.cfg_we.eq(0)
+    cmd, pay, aw, w = placement_ports(m, dut)
     m.d.comb += [
         Assume(~dut.s_cmd.valid | (dut.s_cmd.p.length <= max_length)),
         Assume(dut.s_axis.p.data == 0),
