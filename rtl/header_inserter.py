@@ -2,7 +2,8 @@
 """The MRC header inserter (NIC transmit side): header record + payload stream -> complete frame."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.utils import bits_for, exact_log2
 
 from models import layouts
@@ -11,7 +12,7 @@ from models.packets import ICRC_PREFIX
 from models.records import FrameUser
 from rtl.common import records
 from rtl.common.config import ConfigMap
-from rtl.common.crc import crc_update, seed_state, undo_zeros
+from rtl.common.crc_pipeline import Crc32Pipeline
 from rtl.common.headers import lane_bit, pack
 from rtl.common.ports import axis_members, check_width, config_members, record_members
 
@@ -79,28 +80,39 @@ class HeaderInserter(wiring.Component):
     a long packet gives the frame of its first ``length`` bytes, flagged bad, and the rest of the
     packet is discarded up to ``tlast``; an upstream-bad packet (tuser) gives a frame flagged bad.
 
-    Latency and throughput: 5 cycles from a record's handshake (block idle) to its frame's first
-    beat on ``m_axis`` (handshake at clock edge t, beat valid for edge t + 5: the record's
-    registers, then four pipeline registers). Then one beat per cycle, ``ceil(frame bytes /
-    (W/8))`` beats per frame, and the next frame's first beat follows the last one with no idle
-    cycle: the next record is taken in the cycle its predecessor's last beat leaves stage 1. The
+    out_depth : int or None
+        Beats of the output buffer (distributed RAM); default the smallest power of two that
+        keeps one beat per cycle (16 at every width). A smaller buffer is correct, only slower.
+
+    Latency and throughput: from a record's handshake (block idle) to its frame's first beat on
+    ``m_axis``: ``5 + crc_latency`` cycles (11 at W = 64, 12 at 128, 14 at 256, 15 at 512; the record
+    register, the header register, stage 1's output register, the CRC's delay line, the output
+    buffer and its output register). Then one beat per cycle, ``ceil(frame bytes / (W/8))``
+    beats per frame, and the next frame's first beat follows the last one with no idle cycle:
+    the next record is taken in the cycle its predecessor's last beat leaves stage 1 (records
+    are registered on entry, at most one every two cycles: a frame is at least 3 beats). The
     payload is read at most one beat per cycle, from output beat ``header bytes // (W/8)`` on,
     so sources at full rate never stall the output. Only bad input costs cycles (a dropped
     record takes one cycle to accept; a packet's excess is discarded at one beat per cycle,
-    while the next frame's header beats go on).
+    while the next frame's header beats go on). Counters count one cycle after their event.
 
-    Structure: stage 1 loads the record's header bytes (150 B, from the layout tables) into a
-    shift register and emits header beats, then the payload shifted by ``header bytes mod W/8``
-    (one of four offsets: 130/134/138/150 B headers, so a 4-way byte mux, not a barrel shifter),
-    zero pad and 4 zero placeholder bytes for the ICRC. Stage 2 runs the CRC-32 over each beat
-    (frame bytes before 54 zeroed and folded into the seed, the fields of
-    :data:`models.layouts.ICRC_MASKED_BITS` forced to ones at their fixed positions), undoes the
-    zero bytes after the last covered byte with powers of the inverse zero-byte matrix, and
-    writes the ICRC into the placeholders (the last beat, and the next one when it spills).
-    Every stage is a register with a bubble-collapsing enable.
+    Structure (docs/protocol.md section 8): every boundary registered (``s_hdr.ready`` is a
+    register; ``m_axis`` leaves an output register; ``s_axis.ready`` depends on no input), and
+    no stage past stage 1 ever stalls: stage 1 issues a beat only with a credit for it (the
+    output buffer's room, returned as beats leave ``m_axis``). Stage 0 decodes the record into
+    its header bytes (130/134/138/150 B, from the layout tables) and frame lengths. Stage 1
+    emits the header words from a register by a beat pointer, then the payload shifted by
+    ``header bytes mod W/8`` (one of four offsets, so a 4-way byte mux, not a barrel shifter),
+    zero pad and 4 zero placeholder bytes for the ICRC. The ICRC is
+    :class:`rtl.common.crc_pipeline.Crc32Pipeline` (only its 32-bit state in its loop; frame
+    bytes before 54 left out as its ``lead``, the fields of
+    :data:`models.layouts.ICRC_MASKED_BITS` forced to ones in the copy it reads, the zero bytes
+    after the last covered byte as its ``trail``) while the beats wait in a delay line of its
+    latency; its value is written into the placeholders (the last beat, and the next one when
+    it spills), then the beats enter the output buffer.
     """
 
-    def __init__(self, data_width=64, max_payload=4096):
+    def __init__(self, data_width=64, max_payload=4096, out_depth=None):
         check_width("HeaderInserter", data_width)
         if not isinstance(max_payload, int) or not 1 <= max_payload <= MAX_PAYLOAD_LIMIT:
             raise ValueError(f"HeaderInserter: max_payload must be 1..{MAX_PAYLOAD_LIMIT}, "
@@ -108,6 +120,19 @@ class HeaderInserter(wiring.Component):
         self.data_width = data_width
         self.max_payload = max_payload
         self.lanes = data_width // 8
+        # The CRC's data term in two register stages from W = 256 (its XOR trees are wide).
+        self.crc_data_stages = 2 if data_width >= 256 else 1
+        self.crc_latency = Crc32Pipeline.latency_of(data_width, self.crc_data_stages)
+        # A beat issued at stage 1 leaves the output register 3 + crc_latency cycles later at
+        # the earliest, and its credit is seen a cycle after that (plus one of slack): the
+        # buffer must hold that many beats for one beat per cycle.
+        full_rate = 1 << bits_for(self.crc_latency + 5)
+        if out_depth is None:
+            out_depth = full_rate
+        if not isinstance(out_depth, int) or out_depth < 1:
+            raise ValueError(f"HeaderInserter: out_depth must be a positive integer, "
+                             f"not {out_depth!r}")
+        self.out_depth = out_depth
         self.header_lengths = {op: layouts.header_length(op) for op in layouts.KNOWN_OPCODES}
         residues = {h % 4 for h in self.header_lengths.values()}
         if len(residues) != 1:
@@ -127,17 +152,18 @@ class HeaderInserter(wiring.Component):
         m = Module()
         W, B = self.data_width, self.lanes
         log_b = exact_log2(B)
+        full = (1 << B) - 1
         hlen = self.header_lengths
         offsets = sorted({h % B for h in hlen.values()})        # the payload's lane shifts
         q_max = max(h // B for h in hlen.values())              # beats before the first payload
         r_max = max(offsets)
-        hdr_bytes = (q_max + 1) * B
+        hdr_words = q_max + 1
         t_max = max(hlen.values()) + (-self.max_payload % 4 + self.max_payload) + \
             layouts.ICRC_BYTES
         beat_bits = bits_for((t_max - 1) // B)
         nzq_bits = log_b - 2
 
-        # ---------------------------------------------------------------- stage 1: frame bytes
+        # ---------------------------------------------------- stage 0: the next record, decoded
         rec = self.s_hdr.p
         h_len = Signal(range(max(hlen.values()) + 1))
         h_q = Signal(range(q_max + 1))
@@ -166,7 +192,6 @@ class HeaderInserter(wiring.Component):
         drop_opcode = ~known
         drop_ctrl_len = known & control & (length != 0)
         drop_oversize = known & ~drop_ctrl_len & (length > self.max_payload)
-        good = ~(drop_opcode | drop_ctrl_len | drop_oversize)
 
         header = Cat(
             pack(layouts.ETH, dst=rec.eth_dst, src=rec.eth_src, ethertype=layouts.ETHERTYPE_IPV6),
@@ -184,14 +209,58 @@ class HeaderInserter(wiring.Component):
         )
         assert len(header) == 8 * (layouts.EXT_OFFSET + layouts.MAX_EXT_BYTES)
 
-        # State of the frame being emitted.
+        # The next record's registers (s_hdr.ready is a register: ~n_full).
+        n_full = Signal()
+        n_hdr = Signal(hdr_words * W)
+        n_good, n_payload = Signal(name="n_good"), Signal(name="n_payload")
+        n_drop_opcode, n_drop_ctrl_len, n_drop_oversize = Signal(), Signal(), Signal()
+        n_length = Signal(16)
+        n_last_beat = Signal(beat_bits, name="n_last_beat")
+        n_crc_end_beat = Signal(beat_bits, name="n_crc_end_beat")
+        n_first_pay = Signal(range(q_max + 1))
+        n_sel = Signal(range(len(offsets)))
+        n_nzq = Signal(nzq_bits)
+        n_last_nbytes = Signal(range(B + 1))
+        n_last_keep = Signal(B)
+        n_rem = Signal(data.StructLayout({"nz": 1, "more": 1, "expect": B}), name="n_rem")
+        n_first = Signal(data.StructLayout({"before": 1, "at": 1, "last": 1, "crc_end": 1}),
+                         name="n_first")
+        # Captured in every cycle while empty (the enable is a register, not the input valid).
+        m.d.comb += self.s_hdr.ready.eq(~n_full)
+        with m.If(~n_full):
+            m.d.sync += [
+                n_full.eq(self.s_hdr.valid),
+                n_hdr.eq(header),
+                n_rem.nz.eq(length != 0),
+                n_rem.more.eq(length > B),
+                n_rem.expect.eq(self._lanes_below(length)),
+                n_first.before.eq(h_q != 0),
+                n_first.at.eq(h_q == 0),
+                n_first.last.eq(t_end[log_b:] == 0),
+                n_first.crc_end.eq((n_len - 1)[log_b:] == 0),
+                n_good.eq(~(drop_opcode | drop_ctrl_len | drop_oversize)),
+                n_payload.eq(length != 0),
+                n_drop_opcode.eq(drop_opcode),
+                n_drop_ctrl_len.eq(drop_ctrl_len),
+                n_drop_oversize.eq(drop_oversize),
+                n_length.eq(length),
+                n_last_beat.eq(t_end[log_b:]),
+                n_crc_end_beat.eq((n_len - 1)[log_b:]),
+                n_first_pay.eq(h_q),
+                n_sel.eq(h_sel),
+                n_nzq.eq((Const(0, log_b) - n_len[:log_b])[2:log_b]),
+                n_last_nbytes.eq(t_end[:log_b] + 1),
+                n_last_keep.eq(Cat(*(t_end[:log_b] >= lane for lane in range(B)))),
+            ]
+
+        # ---------------------------------------------------- stage 1: the frame's beats
         active = Signal()
         beat = Signal(beat_bits)         # output beat index j
         last_beat = Signal(beat_bits)
         crc_end_beat = Signal(beat_bits)  # the beat holding the last covered byte
         first_pay = Signal(range(q_max + 1))   # q: the beat where the payload starts
         sel = Signal(range(len(offsets)))      # which of the offsets r = header bytes mod B
-        hdr_sr = Signal(8 * hdr_bytes)   # header bytes of this beat onwards
+        hdr = Signal(hdr_words * W)      # the frame's header bytes, read a word per beat
         prev = Signal(8 * r_max)         # the last r_max payload bytes of the previous beat
         rem = Signal(16)                 # payload bytes still expected from the packet
         bad = Signal()
@@ -199,40 +268,20 @@ class HeaderInserter(wiring.Component):
         last_nbytes = Signal(range(B + 1))
         last_keep = Signal(B)
         discard = Signal(2)              # packets (or their rests) to discard before the next
+        # Room: beats the pipeline and the output buffer can still take (a credit per beat
+        # issued, returned when it leaves on m_axis), so nothing past stage 1 ever stalls.
+        capacity = self.out_depth + 1    # the FIFO and the output register
+        # room is registered: credit >= 2 in a cycle leaves at least one in the next, whatever
+        # is issued meanwhile (one credit of slack, inside the default depth).
+        credit = Signal(range(capacity + 1), init=capacity)
+        room = Signal(init=1)
+        m.d.sync += room.eq(credit >= 2)
 
-        # Stage-1 output register.
-        r1_valid = Signal()
-        r1_data = Signal(W)
-        r1_keep = Signal(B)
-        r1_last = Signal()
-        r1_user = Signal()
-        r1_crc_end = Signal()
-        r1_nzq = Signal(nzq_bits)
-        r1_nbytes = Signal(range(B + 1))
-        mask_beats = max(layouts.ICRC_START - 1,
-                         *((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS)
-                         ) // B + 1
-        r1_hbeat = Signal(range(mask_beats + 1))   # beat index, saturated past the masked bytes
-
-        # Stage-2 registers (P1: CRC after the beat, P2: CRC with trailing zeros undone, then
-        # the output registers).
-        p1_valid, p2_valid = Signal(), Signal()
-        p1_data, p2_data = Signal(W), Signal(W)
-        p1_keep, p2_keep = Signal(B), Signal(B)
-        p1_last, p2_last = Signal(), Signal()
-        p1_user, p2_user = Signal(), Signal()
-        p1_crc_end, p2_crc_end = Signal(), Signal()
-        p1_nzq, p2_nzq = Signal(nzq_bits), Signal(nzq_bits)
-        p1_nbytes, p2_nbytes = Signal(range(B + 1)), Signal(range(B + 1))
-        p1_crc, p2_crc = Signal(32), Signal(32)
-        o_nbytes = Signal(range(B + 1))
-        icrc_hold = Signal(32)
-        spill = Signal()
-
-        ce_out = ~self.m_axis.valid | self.m_axis.ready
-        ce_p2 = ~p2_valid | ce_out
-        ce_p1 = ~p1_valid | ce_p2
-        ce_r1 = ~r1_valid | ce_p1
+        # Registered flags of the beat and of rem (no comparison on stage 1's paths).
+        fl = Signal(data.StructLayout({"before": 1, "at": 1, "last": 1, "crc_end": 1}),
+                    name="beat_flags")
+        rf = Signal(data.StructLayout({"nz": 1, "more": 1, "expect": B}), name="rem_flags")
+        crc_first = Signal(name="at_crc_first")
 
         # Payload input: which lanes of the beat are payload bytes of this frame.
         tkeep, tlast = self.s_axis.p.keep, self.s_axis.p.last
@@ -241,10 +290,10 @@ class HeaderInserter(wiring.Component):
         lane_ok = Signal(B)
         more, short, excess, long = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [
-            expect.eq(Cat(*(rem > lane for lane in range(B)))),
+            expect.eq(rf.expect),
             kept.eq(Cat(*(tkeep[:lane + 1].all() for lane in range(B)))),
-            lane_ok.eq(expect & Mux(tlast, kept, (1 << B) - 1)),
-            more.eq(rem > B),
+            lane_ok.eq(expect & Mux(tlast, kept, full)),
+            more.eq(rf.more),
             short.eq(tlast & (more | (expect & ~kept).any())),
             excess.eq(~tlast & ~more),
             long.eq(Mux(tlast, (kept & ~expect).any(), excess)),
@@ -253,114 +302,155 @@ class HeaderInserter(wiring.Component):
         before_pay, at_pay, need_in, discarding = Signal(), Signal(), Signal(), Signal()
         adv, consume, is_last = Signal(), Signal(), Signal()
         m.d.comb += [
-            before_pay.eq(beat < first_pay),
-            at_pay.eq(beat == first_pay),
-            need_in.eq(~before_pay & (rem != 0)),
+            before_pay.eq(fl.before),
+            at_pay.eq(fl.at),
+            need_in.eq(~before_pay & rf.nz),
             discarding.eq(discard != 0),
-            adv.eq(active & ce_r1 & (~need_in | (~discarding & self.s_axis.valid))),
+            adv.eq(active & room & (~need_in | (~discarding & self.s_axis.valid))),
             consume.eq(adv & need_in),
-            is_last.eq(beat == last_beat),
+            is_last.eq(fl.last),
         ]
-        m.d.comb += self.s_axis.ready.eq(discarding | (active & ce_r1 & need_in))
+        m.d.comb += self.s_axis.ready.eq(discarding | (active & room & need_in))
 
         cur = Signal(W)     # this beat's payload bytes, zero where there are none
         for lane in range(B):
             m.d.comb += cur[8 * lane:8 * lane + 8].eq(
                 Mux(need_in & lane_ok[lane], self.s_axis.p.data[8 * lane:8 * lane + 8], 0))
+        # Header word `beat` (read only while beat <= q), from a register loaded a beat ahead:
+        # hsel is beat one-hot, so the next word is an AND-OR over the header words, no adder
+        # and no binary mux on the path. hdr is loaded in the cycle after the record is taken
+        # (its enable a register), so words 0 and 1 come from n_hdr until then.
+        fresh = Signal(name="hdr_fresh")
+        word = Signal(W, name="hdr_word")
+        hsel = Signal(hdr_words, name="hdr_select")
+        following = Signal(W, name="hdr_word_next")
+        m.d.comb += following.eq(Mux(
+            fresh, n_hdr.word_select(1, W),
+            Cat(*(Cat(*(hsel[k] & hdr.word_select(k + 1, W)[b] for k in range(hdr_words - 1)))
+                  .any() for b in range(W)))))
         out = Signal(W)
         with m.Switch(sel):
             for index, r in enumerate(offsets):
                 with m.Case(index):
-                    left = Mux(at_pay, hdr_sr[:8 * r], prev[8 * (r_max - r):])
-                    m.d.comb += out.eq(Mux(before_pay, hdr_sr[:W], Cat(left, cur[:8 * (B - r)])))
+                    left = Mux(at_pay, word[:8 * r], prev[8 * (r_max - r):])
+                    m.d.comb += out.eq(Mux(before_pay, word, Cat(left, cur[:8 * (B - r)])))
 
         bad_now, take = Signal(), Signal()
         upstream_bad = tlast & self.s_axis.p.user[FrameUser.BAD]
         m.d.comb += [
             bad_now.eq(bad | (consume & (short | long | upstream_bad))),
-            self.s_hdr.ready.eq((~active | (adv & is_last)) & ~discard[1]),
-            take.eq(self.s_hdr.valid & self.s_hdr.ready),
+            take.eq(n_full & (~active | (adv & is_last)) & ~discard[1]),
         ]
 
         in_fire = self.s_axis.valid & self.s_axis.ready
         discard_done = discarding & self.s_axis.valid & tlast
         m.d.sync += discard.eq(discard + (consume & excess)
-                               + (take & ~good & (length != 0)) - discard_done)
+                               + (take & ~n_good & n_payload) - discard_done)
 
+        nb = Signal(beat_bits, name="beat_next")
+        m.d.comb += nb.eq(beat + 1)
         with m.If(adv):
             m.d.sync += [
-                beat.eq(beat + 1),
-                hdr_sr.eq(hdr_sr >> W),
+                beat.eq(nb),
+                hsel.eq(hsel << 1),
+                word.eq(following),
                 prev.eq(cur[W - 8 * r_max:]),
+                fl.before.eq(nb < first_pay),
+                fl.at.eq(nb == first_pay),
+                fl.last.eq(nb == last_beat),
+                fl.crc_end.eq(nb == crc_end_beat),
+                crc_first.eq(nb == layouts.ICRC_START // B),
             ]
             with m.If(is_last):
                 m.d.sync += active.eq(0)
+        # The flags of rem - W/8 from rem's beats and low bits (no subtract before them).
+        cont = Signal(name="rem_continues")
+        rb, low = rem[log_b:], rem[:log_b]
+        gt1, low_nz = Signal(name="rem_beats_gt1"), Signal(name="rem_low_nz")
+        m.d.comb += [cont.eq(~tlast & more), gt1.eq(rb > 1), low_nz.eq(low != 0)]
         with m.If(consume):
             m.d.sync += [
-                rem.eq(Mux(tlast | ~more, 0, rem - B)),
+                rem.eq(Mux(cont, rem - B, 0)),
+                rf.nz.eq(cont & (gt1 | low_nz)),
+                rf.more.eq(cont & ((rb > 2) | ((rb == 2) & low_nz))),
+                rf.expect.eq(Cat(*(cont & (gt1 | (low > lane)) for lane in range(B)))),
                 bad.eq(bad_now),
             ]
-        with m.If(take & good):
+        with m.If(take):
+            m.d.sync += n_full.eq(0)
+        m.d.sync += fresh.eq(take & n_good)
+        with m.If(fresh):
+            m.d.sync += hdr.eq(n_hdr)
+        with m.If(take & n_good):
             m.d.sync += [
                 active.eq(1),
                 beat.eq(0),
-                last_beat.eq(t_end[log_b:]),
-                crc_end_beat.eq((n_len - 1)[log_b:]),
-                first_pay.eq(h_q),
-                sel.eq(h_sel),
-                hdr_sr.eq(header),
-                rem.eq(length),
+                hsel.eq(1),
+                word.eq(n_hdr[:W]),
+                fl.eq(n_first),
+                rf.eq(n_rem),
+                crc_first.eq(layouts.ICRC_START // B == 0),
+                last_beat.eq(n_last_beat),
+                crc_end_beat.eq(n_crc_end_beat),
+                first_pay.eq(n_first_pay),
+                sel.eq(n_sel),
+                rem.eq(n_length),
                 bad.eq(0),
-                nzq.eq((Const(0, log_b) - n_len[:log_b])[2:log_b]),
-                last_nbytes.eq(t_end[:log_b] + 1),
-                last_keep.eq(Cat(*(t_end[:log_b] >= lane for lane in range(B)))),
+                nzq.eq(n_nzq),
+                last_nbytes.eq(n_last_nbytes),
+                last_keep.eq(n_last_keep),
             ]
 
-        with m.If(ce_r1):
-            m.d.sync += r1_valid.eq(adv)
-        with m.If(adv):
-            m.d.sync += [
-                r1_data.eq(out),
-                r1_keep.eq(Mux(is_last, last_keep, (1 << B) - 1)),
-                r1_last.eq(is_last),
-                r1_user.eq(is_last & bad_now),
-                r1_crc_end.eq(beat == crc_end_beat),
-                r1_nzq.eq(nzq),
-                r1_nbytes.eq(Mux(is_last, last_nbytes, B)),
-                r1_hbeat.eq(Mux(beat < mask_beats, beat, mask_beats)),
-            ]
+        # The ICRC's masked fields, forced to ones in the copy of the beat the CRC reads.
+        mask_beats = max((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS) // B + 1
+        ones = Signal(W, name="crc_ones")
+        with m.Switch(beat):
+            for index in range(mask_beats):
+                with m.Case(index):
+                    m.d.comb += ones.eq(self._crc_ones(index))
 
-        # ---------------------------------------------------------------- stage 2: the ICRC
-        seed = seed_state(ICRC_PREFIX, layouts.ICRC_START)
-        crc_in = Signal(W)
-        masked = r1_data
-        for index in reversed(range(mask_beats)):
-            keep_bits, ones = self._crc_masks(index)
-            masked = Mux(r1_hbeat == index, (r1_data & keep_bits) | ones, masked)
-        m.d.comb += crc_in.eq(masked)
-        crc_next = crc_update(m, Mux(r1_hbeat == 0, seed, p1_crc), crc_in, name="crc_next")
-        crc_undone = undo_zeros(m, p1_crc, p1_nzq, base=self.nz_base, step=4, name="crc_undo")
+        # Stage-1 output register (no enable: a beat moves on every cycle).
+        beat_layout = data.StructLayout({
+            "valid": 1, "data": W, "keep": B, "last": 1, "user": 1,
+            "crc_end": 1, "nzq": nzq_bits, "nbytes": range(B + 1)})
+        r1 = Signal(beat_layout, name="r1")
+        r1_crc_data = Signal(W, name="r1_crc_data")
+        r1_crc_first = Signal(name="r1_crc_first")
+        m.d.sync += [
+            r1.valid.eq(adv),
+            r1.data.eq(out),
+            r1.keep.eq(Mux(is_last, last_keep, full)),
+            r1.last.eq(is_last),
+            r1.user.eq(is_last & bad_now),
+            r1.crc_end.eq(fl.crc_end),
+            r1.nzq.eq(nzq),
+            r1.nbytes.eq(Mux(is_last, last_nbytes, B)),
+            r1_crc_data.eq(out | ones),
+            r1_crc_first.eq(crc_first),
+        ]
 
-        with m.If(ce_p1):
-            m.d.sync += p1_valid.eq(r1_valid)
-            with m.If(r1_valid):
-                m.d.sync += [
-                    p1_data.eq(r1_data), p1_keep.eq(r1_keep), p1_last.eq(r1_last),
-                    p1_user.eq(r1_user), p1_crc_end.eq(r1_crc_end), p1_nzq.eq(r1_nzq),
-                    p1_nbytes.eq(r1_nbytes), p1_crc.eq(crc_next),
-                ]
-        with m.If(ce_p2):
-            m.d.sync += p2_valid.eq(p1_valid)
-            with m.If(p1_valid):
-                m.d.sync += [
-                    p2_data.eq(p1_data), p2_keep.eq(p1_keep), p2_last.eq(p1_last),
-                    p2_user.eq(p1_user), p2_crc_end.eq(p1_crc_end), p2_nzq.eq(p1_nzq),
-                    p2_nbytes.eq(p1_nbytes),
-                    p2_crc.eq(crc_undone),
-                ]
+        # ---------------------------------------------------- stage 2: the ICRC
+        m.submodules.crc = crc = Crc32Pipeline(W, ICRC_PREFIX, self.crc_data_stages)
+        m.d.comb += [
+            crc.i.valid.eq(r1.valid),
+            crc.i.p.data.eq(r1_crc_data),
+            crc.i.p.lead.eq(layouts.ICRC_START % B),
+            crc.i.p.trail.eq(self.nz_base + 4 * r1.nzq),
+            crc.i.p.first.eq(r1_crc_first),
+            crc.i.p.last.eq(r1.crc_end),
+        ]
+        # The beats wait beside the CRC: its value is valid when the beat holding the last
+        # covered byte leaves the delay line.
+        delayed = r1
+        for k in range(crc.latency):
+            nxt = Signal(beat_layout, name=f"d{k}")
+            m.d.sync += nxt.eq(delayed)
+            delayed = nxt
+        d = delayed
 
-        icrc = Signal(32)   # zlib's value, stored least-significant byte first
-        m.d.comb += icrc.eq(~p2_crc)
+        icrc = crc.o.payload    # zlib's value, stored least-significant byte first
+        icrc_hold = Signal(32)
+        spill = Signal()        # the next beat takes the ICRC bytes the last one had no room for
         slots = [[] for _ in range(B)]      # (nzq, ICRC byte) that land in each lane
         for v in range(1 << nzq_bits):
             for k in range(layouts.ICRC_BYTES):
@@ -370,61 +460,82 @@ class HeaderInserter(wiring.Component):
         spill_bytes = layouts.ICRC_BYTES - self.nz_base   # when nzq = 0
         framed = []
         for lane in range(B):
-            byte = p2_data[8 * lane:8 * lane + 8]
+            byte = d.data[8 * lane:8 * lane + 8]
             for v, k in slots[lane]:
-                byte = Mux(p2_crc_end & (p2_nzq == v), icrc[8 * k:8 * k + 8], byte)
+                byte = Mux(d.crc_end & (d.nzq == v), icrc[8 * k:8 * k + 8], byte)
             if lane < spill_bytes:
                 k = lane + self.nz_base
                 byte = Mux(spill, icrc_hold[8 * k:8 * k + 8], byte)
             framed.append(byte)
+        with m.If(d.valid):
+            m.d.sync += spill.eq(d.crc_end & (d.nzq == 0))
+            with m.If(d.crc_end):
+                m.d.sync += icrc_hold.eq(icrc)
 
+        # ---------------------------------------------------- the output buffer
+        out_layout = data.StructLayout({"data": W, "keep": B, "last": 1, "user": 1,
+                                        "nbytes": range(B + 1)})
+        m.submodules.out_fifo = fifo = SyncFIFO(width=out_layout.size, depth=self.out_depth)
+        w_beat = Signal(out_layout)
+        m.d.comb += [
+            w_beat.data.eq(Cat(*framed)), w_beat.keep.eq(d.keep), w_beat.last.eq(d.last),
+            w_beat.user.eq(d.user), w_beat.nbytes.eq(d.nbytes),
+            fifo.w_data.eq(w_beat), fifo.w_en.eq(d.valid),
+        ]
+        o_beat = Signal(out_layout)
+        o_nbytes = Signal(range(B + 1))
+        ce_out = ~self.m_axis.valid | self.m_axis.ready
+        m.d.comb += [o_beat.eq(fifo.r_data), fifo.r_en.eq(ce_out)]
         with m.If(ce_out):
-            m.d.sync += self.m_axis.valid.eq(p2_valid)
-            with m.If(p2_valid):
-                m.d.sync += [
-                    self.m_axis.p.data.eq(Cat(*framed)),
-                    self.m_axis.p.keep.eq(p2_keep),
-                    self.m_axis.p.last.eq(p2_last),
-                    self.m_axis.p.user.eq(p2_user),
-                    o_nbytes.eq(p2_nbytes),
-                    spill.eq(p2_crc_end & (p2_nzq == 0)),
-                ]
-                with m.If(p2_crc_end):
-                    m.d.sync += icrc_hold.eq(icrc)
+            m.d.sync += [
+                self.m_axis.valid.eq(fifo.r_rdy),
+                self.m_axis.p.data.eq(o_beat.data),
+                self.m_axis.p.keep.eq(o_beat.keep),
+                self.m_axis.p.last.eq(o_beat.last),
+                self.m_axis.p.user.eq(o_beat.user),
+                o_nbytes.eq(o_beat.nbytes),
+            ]
+        out_fire = self.m_axis.valid & self.m_axis.ready
+        m.d.sync += credit.eq(credit - adv + out_fire)
 
         # ---------------------------------------------------------------- configuration
-        out_fire = self.m_axis.valid & self.m_axis.ready
+        # Events are registered before they are counted (a counter's adder is not on the
+        # stage-1 paths); a count shows one cycle after its event.
         events = {
             "frames_out": out_fire & self.m_axis.p.last,
             "bad_frames_out": out_fire & self.m_axis.p.last & self.m_axis.p.user[FrameUser.BAD],
             "bytes_out": Mux(out_fire, o_nbytes, 0),
             "records_in": take,
-            "drop_opcode": take & drop_opcode,
-            "drop_ctrl_len": take & drop_ctrl_len,
-            "drop_oversize": take & drop_oversize,
+            "drop_opcode": take & n_drop_opcode,
+            "drop_ctrl_len": take & n_drop_ctrl_len,
+            "drop_oversize": take & n_drop_oversize,
             "short_payload": consume & short,
             "long_payload": consume & long,
             "payload_bad_in": in_fire & upstream_bad,
         }
         cfg = ConfigMap(m, self)
         for name, addr in COUNTERS.items():
-            cfg.counter(addr, name, events[name])
+            cfg.counter(addr, name, events[name], registered=True)
         cfg.ro(INFO["data_width"], "data_width", Const(W, 32))
         cfg.ro(INFO["max_payload"], "max_payload", Const(self.max_payload, 32))
-        cfg.finish()
+        cfg.finish(decoded=True)
         return m
 
-    def _crc_masks(self, index):
-        """(keep, ones) bit masks of beat ``index`` for the ICRC: bytes before the ICRC's start
-        are cleared (the seed accounts for them), the masked fields are set to ones."""
+    def _lanes_below(self, count):
+        """Lane k set when ``count > k`` (k < W/8): the high bits tested once, not a comparator
+        per lane."""
+        log_b = exact_log2(self.lanes)
+        high = count[log_b:] != 0
+        return Cat(*(high | (count[:log_b] > lane) for lane in range(self.lanes)))
+
+    def _crc_ones(self, index):
+        """The bits of beat ``index`` that the ICRC reads as ones (the fields of
+        :data:`models.layouts.ICRC_MASKED_BITS`); the bytes before the ICRC's start are left out
+        by the CRC's ``lead``."""
         W, B = self.data_width, self.lanes
-        keep_bits = 0
-        for lane in range(B):
-            if index * B + lane >= layouts.ICRC_START:
-                keep_bits |= 0xFF << (8 * lane)
         ones = 0
         for bit, width in layouts.ICRC_MASKED_BITS:
             for wire_bit in range(bit - 8 * index * B, bit + width - 8 * index * B):
                 if 0 <= wire_bit < W:
                     ones |= 1 << lane_bit(wire_bit)
-        return Const(keep_bits, W), Const(ones, W)
+        return Const(ones, W)

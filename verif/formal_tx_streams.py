@@ -14,6 +14,7 @@ in the harness's docstring, with a flag that drops it.
 """
 
 from types import SimpleNamespace
+from unittest import mock
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux, Signal, Value
 from amaranth.hdl._ast import Assign, Switch
@@ -78,7 +79,7 @@ def _axis_free(iface, role):
 # -- header inserter -----------------------------------------------------------------------------
 
 def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=None,
-                            prove=None, bmc=None, cover=None):
+                            out_depth=2, prove=None, bmc=None, cover=None):
     """HeaderInserter (W = ``data_width``, ``max_payload`` bytes): under any header records (any
     opcode and length, known or not: the dropped records too), any payload packets (any
     lengths, ``tkeep``, ``tuser``: short, long and upstream-bad packets), any sink timing and
@@ -98,29 +99,38 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
       (``tlast``) exactly on its last beat, in record order; ``tkeep`` is all ones before the
       last beat and, on the last, the frame's bytes in that beat (contiguous from lane 0).
 
-    The harness reads the block's stage-1 state (``active``, ``beat``, ``last_beat``,
-    ``last_keep``) and its four pipeline registers (``r1_*``, the unnamed P1 register through
-    the ``p2_*`` it feeds, ``p2_*``, the output) and states what they hold (which frame each
-    beat belongs to, the beats each frame has inside, the beats left of the frame in stage 1),
-    which makes every property inductive: k-induction closes at depth ``prove`` (default 2),
-    from any state, with the whole data path (the CRC stages included). Measured: W = 64 in
-    about 4 s, W = 512 in about 8 s (depth 3 at W = 64 takes about 2 minutes: 2 is enough).
-    ``data`` False leaves ``tdata`` out of the stream rules, so that yosys drops the data path
-    (the W = 64 cover run of 23 steps).
+    The harness reads the block's record register (``n_full``, ``n_good`` and the frame
+    fields and flags decoded into it), its stage-1 state (``active``, ``beat``, ``last_beat``,
+    ``last_keep``, the registered flags ``beat_flags`` and ``rem_flags``), the credits
+    (``credit``, ``room``) and every register a beat passes (``r1``, the delay line ``d0``...
+    beside the CRC, the output buffer, the output register) and states what they hold (which
+    frame each beat belongs to, the beats each frame has inside, the beats left of the frame in
+    stage 1, a credit per beat not inside, each flag the comparison it stands for), which makes
+    every property inductive: k-induction closes at depth ``prove`` (default 2), from any state,
+    with the whole data path (the CRC stages included). The output buffer (``SyncFIFO``) is
+    swapped for a register FIFO of the same ports and timing (:func:`_register_fifo_class`),
+    ``out_depth`` beats deep (default 2: correct at a lower rate, and small for the solver).
+    Measured: W = 64 in about 8 s, W = 512 in about 70 s. ``data`` False leaves ``tdata`` out of
+    the stream rules, so that yosys drops the data path (the W = 64 cover run).
 
     Covers: a whole frame out; an output beat taken after the sink stalled it; two frames back
-    to back (a frame's first beat taken right after the previous frame's last); a frame flagged
-    bad (``tuser``); a record dropped while a frame is inside. At W = 64 a frame is at least 17
-    beats: the whole frame is first out at step 21 (cover depth 23); at W = 512 (3 beats) every
-    cover is reached by step 8.
+    to back (a frame's first beat taken right after the previous frame's last: an output buffer
+    that holds two frames, ``out_depth`` 6 at W = 512, 16 at W = 64); a frame flagged bad
+    (``tuser``); a record dropped while a frame is inside. At W = 512 (3 beats) every cover is
+    reached by step 18; at W = 64 a frame is at least 17 beats and the record waits
+    ``5 + crc_latency`` cycles for its first beat out.
     """
     from models import layouts
     from rtl.header_inserter import HeaderInserter
 
+    import rtl.header_inserter as inserter_mod
+
     block = block or HeaderInserter
     m = Module()
-    dut = block(data_width, max_payload)
-    frag = Fragment.get(dut, "formal")
+    dut = block(data_width, max_payload, out_depth=out_depth)
+    fifos = []
+    with mock.patch.object(inserter_mod, "SyncFIFO", _register_fifo_class(fifos)):
+        frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     lanes = data_width // 8
     hdr = StreamPort(dut.s_hdr, "in", "hdr").elaborate(m)
@@ -162,7 +172,8 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
         m.d.sync += frames.eq(frames + 1)
 
     # Ghost: per record kept, the beats of its frame and the bytes of its last beat.
-    frames_max = (4 - 1) // min_beats + 1     # frames with a last beat in the 4 registers
+    # Beat registers: the output one, the buffer's, the delay line's and stage 1's.
+    frames_max = (1 + out_depth + dut.crc_latency) // min_beats + 1
     ghost = GhostFifo(m, frames_max + 2, beat_bits + len(tail), "ghost")
     m.d.comb += [ghost.push_en.eq(kept), ghost.push_val.eq(Cat(n_beats, tail)),
                  ghost.pop_en.eq(frame_out)]
@@ -195,35 +206,52 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
 
     # Invariants (they make the properties inductive): the beats inside, from the output on.
     # Register j holds a beat of frame f_j = the last beats in the registers nearer the output
-    # (0: the head frame, that of ob); stage 1 emits frame f = all last beats in the registers.
-    s = {n: find_signal(frag, n) for n in ("active", "beat", "last_beat", "last_keep",
-                                           "r1_valid", "r1_last", "r1_keep",
-                                           "p2_valid", "p2_last", "p2_keep")}
-    regs = [(dut.m_axis.valid, beat_o.last, beat_o.keep),
-            (s["p2_valid"], s["p2_last"], s["p2_keep"]),
-            (source_of(frag, "p2_valid"), source_of(frag, "p2_last"),
-             source_of(frag, "p2_keep")),
-            (s["r1_valid"], s["r1_last"], s["r1_keep"])]
+    # (0: the head frame, that of ob); stage 1 emits frame f = all last beats in the registers,
+    # and the next-record register holds frame f + active.
+    s = {n: find_signal(frag, n) for n in ("active", "beat", "last_beat", "last_keep", "credit",
+                                           "n_full", "n_good", "n_last_beat", "n_last_keep",
+                                           "r1")}
+    W, B = data_width, lanes
+
+    def beat_reg(sig):          # (valid, last, keep) of a stage-1 layout register
+        return sig[0], sig[1 + W + B], sig[1 + W:1 + W + B]
+
+    regs = [(dut.m_axis.valid, beat_o.last, beat_o.keep)]
+    for j, slot in enumerate(fifos[0].slots):      # the output buffer, head first
+        regs.append((fifos[0].level > j, slot[W + B], slot[W:W + B]))
+    for k in reversed(range(dut.crc_latency)):     # the delay line beside the CRC
+        regs.append(beat_reg(find_signal(frag, f"d{k}")))
+    regs.append(beat_reg(s["r1"]))
     n_regs = len(regs)
-    assert n_regs == 4
+    frames_max = (n_regs - 1) // min_beats + 1     # frames with a last beat in the registers
     lasts = Signal(range(n_regs + 1), name="inv_lasts_in_regs")
     m.d.comb += lasts.eq(sum(v & last for v, last, _ in regs))
+    held = Signal(range(n_regs + 1), name="inv_beats_in_regs")
+    m.d.comb += held.eq(sum(v for v, _, _ in regs))
     active, beat, last_beat = s["active"], s["beat"], s["last_beat"]
+    next_kept = s["n_full"] & s["n_good"]
     m.d.comb += [
-        Assert(ghost.count == lasts + active, "inv: frames inside = last beats inside + stage 1"),
+        Assert(ghost.count == lasts + active + next_kept,
+               "inv: frames inside = last beats inside + stage 1 + the next record"),
         Assert(lasts <= frames_max, f"inv: at most {frames_max} last beats in the pipeline"),
         Assert(~active | (beat <= last_beat), "inv: stage 1 inside its frame"),
+        Assert(s["credit"] + held == dut.out_depth + 1, "inv: a credit per beat not inside"),
+        Assert(~find_signal(frag, "room") | (s["credit"] != 0), "inv: room only with a credit"),
+        Assert(fifos[0].level <= dut.out_depth, "inv: the output buffer within its depth"),
     ]
     for j in range(ghost.depth):
         m.d.comb += Assert((j >= ghost.count) | (beats_of(ghost.entries[j]) >= min_beats),
                            f"inv: ghost entry {j} is a frame of at least {min_beats} beats")
 
     def entry_at(index):
-        return Mux(index == 0, ghost.entries[0],
-                   Mux(index == 1, ghost.entries[1], ghost.entries[2]))
+        entry = ghost.entries[-1]
+        for f in reversed(range(ghost.depth - 1)):
+            entry = Mux(index == f, ghost.entries[f], entry)
+        return entry
 
-    before = Const(0, 3)
-    in_regs = [Const(0, 4) for _ in range(frames_max + 1)]   # beats of frame f in registers
+    count_w = n_regs.bit_length() + 1
+    before = Const(0, count_w)
+    in_regs = [Const(0, count_w) for _ in range(frames_max + 1)]   # beats of frame f inside
     for j, (valid, last, keep) in enumerate(regs):
         m.d.comb += [
             Assert(~valid | last | (keep == full), f"inv: register {j} keeps all but a last"),
@@ -233,13 +261,14 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
         for f in range(frames_max + 1):
             in_regs[f] = in_regs[f] + (valid & (before == f))
         before = before + (valid & last)
-    counts = [Signal(4, name=f"inv_frame{f}_beats_in_regs") for f in range(frames_max + 1)]
+    counts = [Signal(count_w, name=f"inv_frame{f}_beats_in_regs") for f in range(frames_max + 1)]
     m.d.comb += [c.eq(v) for c, v in zip(counts, in_regs)]
     for f in range(frames_max):
         done = ob if f == 0 else 0            # beats of frame f already out
         m.d.comb += Assert(~(lasts > f) | (done + counts[f] == beats_of(ghost.entries[f])),
                            f"inv: frame {f}, its last beat inside, has its beats")
     stage1_entry = entry_at(lasts)
+    next_entry = entry_at(lasts + active)
     stage1_beats = Signal(beat_bits + 3, name="inv_stage1_beats_emitted")
     m.d.comb += stage1_beats.eq(Mux(lasts == 0, ob, 0))
     for f in range(frames_max + 1):
@@ -253,7 +282,39 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
         Assert(~active | (s["last_keep"] == keep_of(tail_of(stage1_entry))),
                "inv: stage 1's last keep is its frame's"),
         Assert(active | (stage1_beats == 0), "inv: no beat after the last, idle: none out"),
+        Assert(~next_kept | (s["n_last_beat"] + 1 == beats_of(next_entry)),
+               "inv: the next record's frame has its beats"),
+        Assert(~next_kept | (s["n_last_keep"] == keep_of(tail_of(next_entry))),
+               "inv: the next record's last keep is its frame's"),
     ]
+    # The block's registered flags are the comparisons they stand for.
+    fl, rf, n_first = (find_signal(frag, n) for n in ("beat_flags", "rem_flags", "n_first"))
+    first_pay, rem, crc_end = (find_signal(frag, n) for n in ("first_pay", "rem", "crc_end_beat"))
+    m.d.comb += [
+        Assert(~active | (fl[0] == (beat < first_pay)), "inv: flag before = beat < q"),
+        Assert(~active | (fl[1] == (beat == first_pay)), "inv: flag at = beat == q"),
+        Assert(~active | (fl[2] == (beat == last_beat)), "inv: flag last = beat == last"),
+        Assert(~active | (fl[3] == (beat == crc_end)), "inv: flag crc_end"),
+        Assert(~active | (rf[0] == (rem != 0)), "inv: flag rem != 0"),
+        Assert(~active | (rf[1] == (rem > lanes)), "inv: flag rem > W/8"),
+        Assert(~next_kept | (n_first[2] == (s["n_last_beat"] == 0)),
+               "inv: next record's flag last"),
+    ]
+    n_rem, n_len, n_q, n_end = (find_signal(frag, n) for n in ("n_rem", "n_length",
+                                                              "n_first_pay", "n_crc_end_beat"))
+    m.d.comb += [
+        Assert(~next_kept | (n_first[0] == (n_q != 0)), "inv: next record's flag before"),
+        Assert(~next_kept | (n_first[1] == (n_q == 0)), "inv: next record's flag at"),
+        Assert(~next_kept | (n_first[3] == (n_end == 0)), "inv: next record's flag crc_end"),
+        Assert(~next_kept | (n_rem[0] == (n_len != 0)), "inv: next record's rem != 0"),
+        Assert(~next_kept | (n_rem[1] == (n_len > lanes)), "inv: next record's rem > W/8"),
+    ]
+    for lane in range(lanes):
+        m.d.comb += [
+            Assert(~active | (rf[2 + lane] == (rem > lane)), f"inv: expect lane {lane}"),
+            Assert(~next_kept | (n_rem[2 + lane] == (n_len > lane)),
+                   f"inv: next record's expect lane {lane}"),
+        ]
     stalled = past(m, dut.m_axis.valid & ~dut.m_axis.ready, "o_was_stalled")
     _covers(m, {
         "frame_out_whole": frame_out,

@@ -13,7 +13,7 @@ A block builds its map with :class:`ConfigMap` and documents it with :meth:`Conf
 
 from contextlib import contextmanager
 
-from amaranth.hdl import Signal, Const, Mux
+from amaranth.hdl import Const, Mux, Signal, Value
 
 __all__ = ["ConfigMap", "READ_LATENCY", "collect_maps"]
 
@@ -84,21 +84,48 @@ class ConfigMap:
         """A read-only word."""
         self._claim(addr, name, "ro", doc, value)
 
-    def counter(self, addr, name, event, doc=""):
-        """A 32-bit wrapping counter of ``event`` (1 bit: +1, wider: +value), cleared on write."""
+    def counter(self, addr, name, event, doc="", registered=False):
+        """A 32-bit wrapping counter of ``event`` (1 bit: +1, wider: +value), cleared on write.
+
+        ``registered`` registers the event before it is counted (the counter's adder then hangs
+        off a register, not off the block's paths; a count shows one cycle after its event), and
+        the clear becomes a plain synchronous reset of the count (the flip-flops' own reset, no
+        LUT per bit): the registered event of the write's cycle is the event of the cycle
+        before, so the rule "an event in the cycle of the write is counted after the clear"
+        still holds."""
         cnt = Signal(32, name=f"{self.name}_cnt_{name}")
-        with self.m.If(self.write_strobe(addr)):
-            self.m.d.sync += cnt.eq(event)
-        with self.m.Else():
-            self.m.d.sync += cnt.eq(cnt + event)
+        if registered:
+            held = Signal.like(Value.cast(event), name=f"{self.name}_ev_{name}")
+            self.m.d.sync += held.eq(event)
+            with self.m.If(self.write_strobe(addr)):
+                self.m.d.sync += cnt.eq(0)
+            with self.m.Else():
+                self.m.d.sync += cnt.eq(cnt + held)
+        else:
+            with self.m.If(self.write_strobe(addr)):
+                self.m.d.sync += cnt.eq(event)
+            with self.m.Else():
+                self.m.d.sync += cnt.eq(cnt + event)
         self._claim(addr, name, "counter", doc, cnt)
         return cnt
 
-    def finish(self):
-        """Build the registered read mux; call once, after every register is declared."""
-        rdata = Const(0, 32)
-        for addr, value in sorted(self.reads.items()):
-            rdata = Mux(self.port.cfg_addr == addr, value, rdata)
+    def finish(self, decoded=False):
+        """Build the registered read mux; call once, after every register is declared.
+
+        ``decoded`` builds it as one case per address (a one-hot AND-OR tree, depth log of the
+        words) instead of a chain of two-way muxes, whose depth grows with the words (the
+        rebuilt blocks use it; the others keep the chain until they are rebuilt, so that their
+        Verilog, and their report rows, stay as measured)."""
+        if decoded:
+            rdata = Signal(32, name=f"{self.name}_rdata_next")
+            with self.m.Switch(self.port.cfg_addr):
+                for addr, value in sorted(self.reads.items()):
+                    with self.m.Case(addr):
+                        self.m.d.comb += rdata.eq(value)
+        else:
+            rdata = Const(0, 32)
+            for addr, value in sorted(self.reads.items()):
+                rdata = Mux(self.port.cfg_addr == addr, value, rdata)
         self.m.d.sync += self.port.cfg_rdata.eq(rdata)
 
     def doc_rows(self):

@@ -68,11 +68,16 @@ class Crc32Pipeline(wiring.Component):
             raise ValueError(f"Crc32Pipeline: data_stages must be 1 or 2, not {data_stages!r}")
         self.data_width, self.prefix, self.data_stages = data_width, bytes(prefix), data_stages
         self.lanes = data_width // 8
-        self.latency = 2 + data_stages + bits_for(self.lanes - 1)
+        self.latency = self.latency_of(data_width, data_stages)
         super().__init__({
             "i": In(stream.Signature(crc_beat_layout(data_width), always_ready=True)),
             "o": Out(stream.Signature(32, always_ready=True)),
         })
+
+    @staticmethod
+    def latency_of(data_width, data_stages=1):
+        """Cycles from a message's last beat offered to its value on ``o``."""
+        return 2 + data_stages + bits_for(data_width // 8 - 1)
 
     def elaborate(self, platform):
         m = Module()

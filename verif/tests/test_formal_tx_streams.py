@@ -21,6 +21,8 @@ from verif.formal import FormalFailure, check, sby_available
 
 PS_DEEP = 10       # the plane splitter's deep BMC (test-full): about 6 minutes
 TP_DEEP = 12       # the path building's deep BMC (test-full)
+HI_COVER_W64 = 36  # the header inserter's covers at W = 64 and 128 (test-full)
+HI_COVER_W128 = 26
 
 pytestmark = pytest.mark.skipif(not sby_available(), reason="yowasp-sby or yices not installed")
 
@@ -29,8 +31,8 @@ class OversizeInserter(HeaderInserter):
     """A header inserter whose length limit is 8 bytes too high: it keeps (and frames) a record
     whose ``length`` is above ``max_payload``, one it must drop."""
 
-    def __init__(self, data_width=64, max_payload=4096):
-        super().__init__(data_width, max_payload)
+    def __init__(self, data_width=64, max_payload=4096, **kwargs):
+        super().__init__(data_width, max_payload, **kwargs)
         self.max_payload = max_payload + 8
 
 
@@ -55,28 +57,41 @@ def test_header_inserter_inductive():
 
 
 def test_header_inserter_inductive_w512():
-    # W = 512 (a shortest frame is 3 beats, so up to three frames inside): the proof and the
-    # covers on the whole data path, all reached by step 8.
-    m, ports, depths = harnesses.header_inserter_harness(512, 16, prove=2, cover=9)
+    # W = 512 (a shortest frame is 3 beats, so several frames inside): the proof on the whole
+    # data path.
+    m, ports, depths = harnesses.header_inserter_harness(512, 16, prove=2)
     result = check("txs_header_inserter_w512", m, ports, **depths)
-    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 9)}
+    assert result.modes == {"prove": ("PASS", 2)}
+
+
+@pytest.mark.full
+def test_header_inserter_covers_w512():
+    # The covers at W = 512, all reached by step 18 (an output buffer of 6 beats, enough for
+    # two frames back to back at the output).
+    m, ports, depths = harnesses.header_inserter_harness(512, 16, out_depth=6, prove=2,
+                                                         cover=19)
+    result = check("txs_header_inserter_w512_cover", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 19)}
 
 
 @pytest.mark.full
 def test_header_inserter_covers_w64():
-    # The covers at W = 64 (without tdata, so that the 23 steps fit): a whole 17-beat frame out
-    # (step 21), frames back to back, a frame flagged bad, a record dropped while busy.
-    m, ports, depths = harnesses.header_inserter_harness(data=False, prove=2, cover=23)
+    # The covers at W = 64 (without tdata, so that the steps fit; the output buffer at its
+    # full-rate depth): a whole 17-beat frame out, frames back to back, a frame flagged bad, a
+    # record dropped while busy.
+    m, ports, depths = harnesses.header_inserter_harness(data=False, out_depth=16, prove=2,
+                                                         cover=HI_COVER_W64)
     result = check("txs_header_inserter_cover", m, ports, **depths)
-    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 23)}
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", HI_COVER_W64)}
 
 
 @pytest.mark.full
 def test_header_inserter_inductive_w128():
     # W = 128, max_payload 64.
-    m, ports, depths = harnesses.header_inserter_harness(128, 64, prove=2, cover=16)
+    m, ports, depths = harnesses.header_inserter_harness(128, 64, out_depth=12, prove=2,
+                                                         cover=HI_COVER_W128)
     result = check("txs_header_inserter_w128", m, ports, **depths)
-    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 16)}
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", HI_COVER_W128)}
 
 
 def test_broken_header_inserter_fails_with_waveform():
