@@ -31,7 +31,8 @@ class ConfigHarness(wiring.Component):
     """One register of each kind on one configuration port; ``event`` and ``amount`` feed the
     counters (+1 and +value), ``ro_in`` is read through a read-only word."""
 
-    def __init__(self):
+    def __init__(self, registered=False, decoded=False):
+        self.registered, self.decoded = registered, decoded
         super().__init__({
             **config_members(8),
             "event": In(1),
@@ -52,9 +53,9 @@ class ConfigHarness(wiring.Component):
             self.wide.eq(cfg.wide_reg(WIDE, "wide", WIDE_BITS, init=WIDE_INIT)),
         ]
         cfg.ro(RO, "ro", self.ro_in)
-        cfg.counter(CNT_EVENTS, "events", self.event)
-        cfg.counter(CNT_AMOUNT, "amount", self.amount)
-        cfg.finish()
+        cfg.counter(CNT_EVENTS, "events", self.event, registered=self.registered)
+        cfg.counter(CNT_AMOUNT, "amount", self.amount, registered=self.registered)
+        cfg.finish(decoded=self.decoded)
         self.rows = cfg.doc_rows()
         return m
 
@@ -62,7 +63,9 @@ class ConfigHarness(wiring.Component):
 class ConfigReference:
     """What the harness's port must read, cycle by cycle (the convention of rtl.common.config)."""
 
-    def __init__(self):
+    def __init__(self, registered=False):
+        self.registered = registered
+        self.held = (0, 0)      # the events of the previous cycle (registered counters)
         self.words = {REG_A: 0, REG_B: REG_B_INIT, RO: 0, CNT_EVENTS: 0, CNT_AMOUNT: 0}
         for i in range(3):
             self.words[WIDE + i] = (WIDE_INIT >> (32 * i)) & MASK32
@@ -75,9 +78,16 @@ class ConfigReference:
         """One edge: rdata takes the word at ``addr`` as it was before the edge."""
         self.words[RO] = ro_in
         self.rdata = self.read(addr)
-        self.words[CNT_EVENTS] = (0 if we and addr == CNT_EVENTS else self.words[CNT_EVENTS]) + event
-        self.words[CNT_AMOUNT] = ((0 if we and addr == CNT_AMOUNT else self.words[CNT_AMOUNT])
-                                  + amount) & MASK32
+        for addr_c, value in ((CNT_EVENTS, event), (CNT_AMOUNT, amount)):
+            if self.registered:
+                # Counted a cycle late (the event of the write's cycle lands after the clear);
+                # a write is a plain clear, dropping the event of the cycle before it.
+                held = self.held[0] if addr_c == CNT_EVENTS else self.held[1]
+                count = 0 if we and addr == addr_c else self.words[addr_c] + held
+            else:
+                count = (0 if we and addr == addr_c else self.words[addr_c]) + value
+            self.words[addr_c] = count & MASK32
+        self.held = (event, amount)
         if we and addr in (REG_A, REG_B, WIDE, WIDE + 1, WIDE + 2):
             width = {REG_B: REG_B_BITS, WIDE + 2: WIDE_BITS - 64}.get(addr, 32)
             self.words[addr] = wdata & ((1 << width) - 1)
@@ -86,8 +96,8 @@ class ConfigReference:
         return sum(self.words[WIDE + i] << (32 * i) for i in range(3))
 
 
-def run_config(bench):
-    dut = ConfigHarness()
+def run_config(bench, **options):
+    dut = ConfigHarness(**options)
     sim = Simulator(dut)
     sim.add_clock(4e-9)
 
@@ -194,11 +204,14 @@ def test_counter_clears_on_write_and_counts_the_event_of_that_cycle():
     run_config(bench)
 
 
+@pytest.mark.parametrize("registered, decoded", [(False, False), (True, True)])
 @pytest.mark.parametrize("seed", range(3))
-def test_random_traffic_matches_reference(seed):
-    """Random writes (mapped or not), reads, events and amounts; cfg_rdata checked every cycle."""
+def test_random_traffic_matches_reference(seed, registered, decoded):
+    """Random writes (mapped or not), reads, events and amounts; cfg_rdata checked every cycle;
+    also with registered counters (counted a cycle late, the same clear rule) and the decoded
+    read mux."""
     rng = random.Random(seed)
-    ref = ConfigReference()
+    ref = ConfigReference(registered)
     addresses = [REG_A, REG_B, WIDE, WIDE + 1, WIDE + 2, RO, CNT_EVENTS, CNT_AMOUNT, 0x02, 0x20]
 
     async def bench(ctx, dut):
@@ -215,7 +228,7 @@ def test_random_traffic_matches_reference(seed):
             assert ctx.get(dut.cfg_rdata) == ref.rdata, f"seed {seed} cycle {cycle}"
             assert ctx.get(dut.reg_a) == ref.words[REG_A]
             assert ctx.get(dut.wide) == ref.wide()
-    run_config(bench)
+    run_config(bench, registered=registered, decoded=decoded)
 
 
 def test_doc_rows():
