@@ -78,19 +78,22 @@ EXTRA = {
                                                         output_register=False)),
     "rmw_18x1024": ("rmw", top("rtl.common.rmw", "ReadModifyWrite", width=18, depth=1024)),
     "rmw_36x1024": ("rmw", top("rtl.common.rmw", "ReadModifyWrite", width=36, depth=1024)),
+    # The header inserter at W = 512 (issue [tx-speed]: measured on the GW5AST-138C).
+    "header_inserter_512": ("header_inserter", top("rtl.header_inserter", "HeaderInserter",
+                                                   data_width=512)),
 }
 
-# Blocks placed and routed with nextpnr's router1 instead of router2 (flow.ECP5's default): on
-# un_stage router2's overuse grew from iteration 20 on (11,170 to 12,043 wires at iteration 24,
-# 1,500 s) while router1 routes it in about 18 minutes. The small parts of rtl/common/ route in
-# seconds with either, and router1 gives them more (measured, seeds 1-3, same netlists:
-# rmw_36x1024 203.4-209.6 MHz with router1, 162.4-191.8 with router2; register_slice_72
-# 375.7-389.3 against 267.2-307.8).
-ROUTER1 = {"un_stage", "register_slice_72", "block_ram_36x1024", "block_ram_36x1024_noreg",
+# Blocks placed and routed with nextpnr's router1 instead of router2 (flow.ECP5's default): the
+# small parts of rtl/common/ route in seconds with either, and router1 gives them more
+# (measured, seeds 1-3, same netlists: rmw_36x1024 203.4-209.6 MHz with router1, 162.4-191.8
+# with router2; register_slice_72 375.7-389.3 against 267.2-307.8). (un_stage was here while
+# its flat read-back multiplexer and 64 parallel comparators made router2 diverge; rebuilt, it
+# routes with router2.)
+ROUTER1 = {"register_slice_72", "block_ram_36x1024", "block_ram_36x1024_noreg",
            "rmw_18x1024", "rmw_36x1024"}
 
 # Blocks built on the Gowin part even when they fit the ECP5: the flow's check (seconds).
-GOWIN = {"tick_generator"}
+GOWIN = {"tick_generator", "header_inserter_512"}
 
 PNR_TIMEOUT = 1800          # seconds for each seed's nextpnr run (on the 2-core machine)
 

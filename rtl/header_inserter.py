@@ -82,18 +82,22 @@ class HeaderInserter(wiring.Component):
 
     out_depth : int or None
         Beats of the output buffer (distributed RAM); default the smallest power of two that
-        keeps one beat per cycle (16 at every width). A smaller buffer is correct, only slower.
+        keeps one beat per cycle (16 at every width). A smaller buffer is correct, only slower
+        (the formal harness uses 2).
+
+    After elaboration ``beat_layout``, ``cmd_layout`` and ``out_layout`` name the layouts of
+    the beat registers, the command register and the buffer's entries (for harnesses).
 
     Latency and throughput: from a record's handshake (block idle) to its frame's first beat on
-    ``m_axis``: ``5 + crc_latency`` cycles (11 at W = 64, 12 at 128, 14 at 256, 15 at 512; the record
-    register, the header register, stage 1's output register, the CRC's delay line, the output
-    buffer and its output register). Then one beat per cycle, ``ceil(frame bytes / (W/8))``
+    ``m_axis``: ``7 + crc_latency`` cycles (13 at W = 64, 14 at 128, 16 at 256, 17 at 512; the record
+    register, stage 1, its command register, stage 1b's header word, stage 1c's output
+    register, the CRC's delay line, the output buffer and its output register). Then one beat per cycle, ``ceil(frame bytes / (W/8))``
     beats per frame, and the next frame's first beat follows the last one with no idle cycle:
     the next record is taken in the cycle its predecessor's last beat leaves stage 1 (records
     are registered on entry, at most one every two cycles: a frame is at least 3 beats). The
     payload is read at most one beat per cycle, from output beat ``header bytes // (W/8)`` on,
     so sources at full rate never stall the output. Only bad input costs cycles (a dropped
-    record takes one cycle to accept; a packet's excess is discarded at one beat per cycle,
+    record takes two cycles: registered, then taken; a packet's excess is discarded at one beat per cycle,
     while the next frame's header beats go on). Counters count one cycle after their event.
 
     Structure (docs/protocol.md section 8): every boundary registered (``s_hdr.ready`` is a
@@ -101,9 +105,11 @@ class HeaderInserter(wiring.Component):
     no stage past stage 1 ever stalls: stage 1 issues a beat only with a credit for it (the
     output buffer's room, returned as beats leave ``m_axis``). Stage 0 decodes the record into
     its header bytes (130/134/138/150 B, from the layout tables) and frame lengths. Stage 1
-    emits the header words from a register by a beat pointer, then the payload shifted by
-    ``header bytes mod W/8`` (one of four offsets, so a 4-way byte mux, not a barrel shifter),
-    zero pad and 4 zero placeholder bytes for the ICRC. The ICRC is
+    decides each beat from registered flags only and registers a command (the beat's one-hot
+    header word, the payload lanes taken); stage 1b reads the header word by an AND-OR over the
+    header register; stage 1c makes the beat: the header word, then the payload shifted by
+    ``header bytes mod W/8`` (one of four offsets, so a 4-way byte mux, not a barrel shifter), zero pad and 4 zero
+    placeholder bytes for the ICRC. The ICRC is
     :class:`rtl.common.crc_pipeline.Crc32Pipeline` (only its 32-bit state in its loop; frame
     bytes before 54 left out as its ``lead``, the fields of
     :data:`models.layouts.ICRC_MASKED_BITS` forced to ones in the copy it reads, the zero bytes
@@ -123,9 +129,10 @@ class HeaderInserter(wiring.Component):
         # The CRC's data term in two register stages from W = 256 (its XOR trees are wide).
         self.crc_data_stages = 2 if data_width >= 256 else 1
         self.crc_latency = Crc32Pipeline.latency_of(data_width, self.crc_data_stages)
-        # A beat issued at stage 1 leaves the output register 3 + crc_latency cycles later at
-        # the earliest, and its credit is seen a cycle after that (plus one of slack): the
-        # buffer must hold that many beats for one beat per cycle.
+        # A beat issued at stage 1 leaves the output register 5 + crc_latency cycles later at
+        # the earliest and its credit is seen a cycle after that: for one beat per cycle the
+        # buffer and output register must hold crc_latency + 6 beats (the smallest power of two
+        # that does).
         full_rate = 1 << bits_for(self.crc_latency + 5)
         if out_depth is None:
             out_depth = full_rate
@@ -299,13 +306,20 @@ class HeaderInserter(wiring.Component):
             long.eq(Mux(tlast, (kept & ~expect).any(), excess)),
         ]
 
+        # Registered: whether this beat takes payload (not before it, bytes still expected) and
+        # whether a packet is being discarded, each the value its expression has.
+        need_r = Signal(name="need_payload")
+        disc_r = Signal(name="discarding")
+        fl_next, rf_next = Signal.like(fl, name="beat_flags_next"), Signal.like(rf, name="rem_flags_next")
+        m.d.comb += [fl_next.eq(fl), rf_next.eq(rf)]
+        m.d.sync += [fl.eq(fl_next), rf.eq(rf_next), need_r.eq(~fl_next.before & rf_next.nz)]
         before_pay, at_pay, need_in, discarding = Signal(), Signal(), Signal(), Signal()
         adv, consume, is_last = Signal(), Signal(), Signal()
         m.d.comb += [
             before_pay.eq(fl.before),
             at_pay.eq(fl.at),
-            need_in.eq(~before_pay & rf.nz),
-            discarding.eq(discard != 0),
+            need_in.eq(need_r),
+            discarding.eq(disc_r),
             adv.eq(active & room & (~need_in | (~discarding & self.s_axis.valid))),
             consume.eq(adv & need_in),
             is_last.eq(fl.last),
@@ -316,24 +330,8 @@ class HeaderInserter(wiring.Component):
         for lane in range(B):
             m.d.comb += cur[8 * lane:8 * lane + 8].eq(
                 Mux(need_in & lane_ok[lane], self.s_axis.p.data[8 * lane:8 * lane + 8], 0))
-        # Header word `beat` (read only while beat <= q), from a register loaded a beat ahead:
-        # hsel is beat one-hot, so the next word is an AND-OR over the header words, no adder
-        # and no binary mux on the path. hdr is loaded in the cycle after the record is taken
-        # (its enable a register), so words 0 and 1 come from n_hdr until then.
-        fresh = Signal(name="hdr_fresh")
-        word = Signal(W, name="hdr_word")
-        hsel = Signal(hdr_words, name="hdr_select")
-        following = Signal(W, name="hdr_word_next")
-        m.d.comb += following.eq(Mux(
-            fresh, n_hdr.word_select(1, W),
-            Cat(*(Cat(*(hsel[k] & hdr.word_select(k + 1, W)[b] for k in range(hdr_words - 1)))
-                  .any() for b in range(W)))))
-        out = Signal(W)
-        with m.Switch(sel):
-            for index, r in enumerate(offsets):
-                with m.Case(index):
-                    left = Mux(at_pay, word[:8 * r], prev[8 * (r_max - r):])
-                    m.d.comb += out.eq(Mux(before_pay, word, Cat(left, cur[:8 * (B - r)])))
+        hsel = Signal(hdr_words, name="hdr_select")    # beat one-hot (0 past the header)
+        fresh = Signal(name="hdr_fresh")         # the cycle after a record is taken
 
         bad_now, take = Signal(), Signal()
         upstream_bad = tlast & self.s_axis.p.user[FrameUser.BAD]
@@ -344,8 +342,10 @@ class HeaderInserter(wiring.Component):
 
         in_fire = self.s_axis.valid & self.s_axis.ready
         discard_done = discarding & self.s_axis.valid & tlast
-        m.d.sync += discard.eq(discard + (consume & excess)
-                               + (take & ~n_good & n_payload) - discard_done)
+        discard_next = Signal(2, name="discard_next")
+        m.d.comb += discard_next.eq(discard + (consume & excess)
+                                    + (take & ~n_good & n_payload) - discard_done)
+        m.d.sync += [discard.eq(discard_next), disc_r.eq(discard_next != 0)]
 
         nb = Signal(beat_bits, name="beat_next")
         m.d.comb += nb.eq(beat + 1)
@@ -353,13 +353,13 @@ class HeaderInserter(wiring.Component):
             m.d.sync += [
                 beat.eq(nb),
                 hsel.eq(hsel << 1),
-                word.eq(following),
-                prev.eq(cur[W - 8 * r_max:]),
-                fl.before.eq(nb < first_pay),
-                fl.at.eq(nb == first_pay),
-                fl.last.eq(nb == last_beat),
-                fl.crc_end.eq(nb == crc_end_beat),
                 crc_first.eq(nb == layouts.ICRC_START // B),
+            ]
+            m.d.comb += [
+                fl_next.before.eq(nb < first_pay),
+                fl_next.at.eq(nb == first_pay),
+                fl_next.last.eq(nb == last_beat),
+                fl_next.crc_end.eq(nb == crc_end_beat),
             ]
             with m.If(is_last):
                 m.d.sync += active.eq(0)
@@ -371,10 +371,12 @@ class HeaderInserter(wiring.Component):
         with m.If(consume):
             m.d.sync += [
                 rem.eq(Mux(cont, rem - B, 0)),
-                rf.nz.eq(cont & (gt1 | low_nz)),
-                rf.more.eq(cont & ((rb > 2) | ((rb == 2) & low_nz))),
-                rf.expect.eq(Cat(*(cont & (gt1 | (low > lane)) for lane in range(B)))),
                 bad.eq(bad_now),
+            ]
+            m.d.comb += [
+                rf_next.nz.eq(cont & (gt1 | low_nz)),
+                rf_next.more.eq(cont & ((rb > 2) | ((rb == 2) & low_nz))),
+                rf_next.expect.eq(Cat(*(cont & (gt1 | (low > lane)) for lane in range(B)))),
             ]
         with m.If(take):
             m.d.sync += n_full.eq(0)
@@ -386,9 +388,6 @@ class HeaderInserter(wiring.Component):
                 active.eq(1),
                 beat.eq(0),
                 hsel.eq(1),
-                word.eq(n_hdr[:W]),
-                fl.eq(n_first),
-                rf.eq(n_rem),
                 crc_first.eq(layouts.ICRC_START // B == 0),
                 last_beat.eq(n_last_beat),
                 crc_end_beat.eq(n_crc_end_beat),
@@ -400,33 +399,82 @@ class HeaderInserter(wiring.Component):
                 last_nbytes.eq(n_last_nbytes),
                 last_keep.eq(n_last_keep),
             ]
+            m.d.comb += [fl_next.eq(n_first), rf_next.eq(n_rem)]
 
         # The ICRC's masked fields, forced to ones in the copy of the beat the CRC reads.
         mask_beats = max((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS) // B + 1
-        ones = Signal(W, name="crc_ones")
-        with m.Switch(beat):
-            for index in range(mask_beats):
-                with m.Case(index):
-                    m.d.comb += ones.eq(self._crc_ones(index))
+        assert mask_beats <= hdr_words
 
-        # Stage-1 output register (no enable: a beat moves on every cycle).
+        # Stage 1's command register (no enable: the decision, then the data, a cycle apart):
+        # the beat's header word is read in the next stage from registers only, once hdr holds
+        # the frame's header (it is loaded in the cycle after the take, as the frame's first
+        # command is made).
         beat_layout = data.StructLayout({
             "valid": 1, "data": W, "keep": B, "last": 1, "user": 1,
             "crc_end": 1, "nzq": nzq_bits, "nbytes": range(B + 1)})
+        cmd_layout = data.StructLayout({
+            "valid": 1, "last": 1, "keep": B, "user": 1, "crc_end": 1, "crc_first": 1,
+            "nzq": nzq_bits, "nbytes": range(B + 1), "hsel": hdr_words, "before": 1, "at": 1,
+            "sel": range(len(offsets)), "cur": W})
+        self.beat_layout, self.cmd_layout = beat_layout, cmd_layout
+        cmd = Signal(cmd_layout, name="cmd")
+        m.d.sync += [
+            cmd.valid.eq(adv),
+            cmd.keep.eq(Mux(is_last, last_keep, full)),
+            cmd.last.eq(is_last),
+            cmd.user.eq(is_last & bad_now),
+            cmd.crc_end.eq(fl.crc_end),
+            cmd.crc_first.eq(crc_first),
+            cmd.nzq.eq(nzq),
+            cmd.nbytes.eq(Mux(is_last, last_nbytes, B)),
+            cmd.hsel.eq(hsel),
+            cmd.before.eq(before_pay),
+            cmd.at.eq(at_pay),
+            cmd.sel.eq(sel),
+            cmd.cur.eq(cur),
+        ]
+
+        # Stage 1b: the beat's header word, an AND-OR over the header words by the one-hot
+        # hsel (no binary mux), registered beside the command.
+        word = Signal(W, name="hdr_word")
+        cmd2 = Signal(cmd_layout, name="cmd2")
+        m.d.sync += [
+            word.eq(Cat(*(
+                Cat(*(cmd.hsel[k] & hdr.word_select(k, W)[b] for k in range(hdr_words))).any()
+                for b in range(W)))),
+            cmd2.eq(cmd),
+        ]
+        # Stage 1c: the beat's bytes: the header word, then the payload shifted by the record's
+        # offset.
+        with m.If(cmd2.valid):
+            m.d.sync += prev.eq(cmd2.cur[W - 8 * r_max:])
+        out = Signal(W)
+        with m.Switch(cmd2.sel):
+            for index, r in enumerate(offsets):
+                with m.Case(index):
+                    left = Mux(cmd2.at, word[:8 * r], prev[8 * (r_max - r):])
+                    m.d.comb += out.eq(Mux(cmd2.before, word,
+                                           Cat(left, cmd2.cur[:8 * (B - r)])))
+        ones = Signal(W, name="crc_ones")
+        m.d.comb += ones.eq(Cat(*(
+            Cat(*(cmd2.hsel[k] for k in range(mask_beats)
+                  if (self._crc_ones(k).value >> b) & 1)).any()
+            for b in range(W))))
+
         r1 = Signal(beat_layout, name="r1")
         r1_crc_data = Signal(W, name="r1_crc_data")
         r1_crc_first = Signal(name="r1_crc_first")
         m.d.sync += [
-            r1.valid.eq(adv),
+            r1.valid.eq(cmd2.valid),
             r1.data.eq(out),
-            r1.keep.eq(Mux(is_last, last_keep, full)),
-            r1.last.eq(is_last),
-            r1.user.eq(is_last & bad_now),
-            r1.crc_end.eq(fl.crc_end),
-            r1.nzq.eq(nzq),
-            r1.nbytes.eq(Mux(is_last, last_nbytes, B)),
+            r1.keep.eq(cmd2.keep),
+            r1.last.eq(cmd2.last),
+            r1.user.eq(cmd2.user),
+            r1.crc_end.eq(cmd2.crc_end),
+            r1.nzq.eq(cmd2.nzq),
+            r1.nbytes.eq(cmd2.nbytes),
             r1_crc_data.eq(out | ones),
-            r1_crc_first.eq(crc_first),
+            r1_crc_first.eq(cmd2.crc_first),
         ]
 
         # ---------------------------------------------------- stage 2: the ICRC
@@ -475,6 +523,7 @@ class HeaderInserter(wiring.Component):
         # ---------------------------------------------------- the output buffer
         out_layout = data.StructLayout({"data": W, "keep": B, "last": 1, "user": 1,
                                         "nbytes": range(B + 1)})
+        self.out_layout = out_layout
         m.submodules.out_fifo = fifo = SyncFIFO(width=out_layout.size, depth=self.out_depth)
         w_beat = Signal(out_layout)
         m.d.comb += [

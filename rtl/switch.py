@@ -182,9 +182,10 @@ class Switch(wiring.Component):
     at K = 4, W = 64; 0.986 for 1638-byte ones): beyond the ingress FIFOs, the excess is dropped
     and counted as overflow. Each egress sends one beat per cycle with no bubble between queued
     frames. Store and forward at the ingress: on an idle switch, a frame's first beat leaves
-    ``H + 10`` cycles after its last beat entered, H = ceil(54 / (C/8)) (12 at C = 256): 2 for
-    the ingress descriptor FIFO, 1 to read, H + 4 in the uN stage, 1 to write the first word,
-    2 for the egress descriptor FIFO; ``make bench`` reports it for every size.
+    ``6 + UnStage.latency`` cycles after its last beat entered (15 at C = 256 with the
+    64-entry route table: ``H + 13``, H = ceil(54 / (C/8)) = 2): 2 for the ingress descriptor
+    FIFO, 1 to read, the uN stage's latency (9 there: H + 4 and the table scan), 1 to write the
+    first word, 2 for the egress descriptor FIFO; ``make bench`` reports it for every size.
     """
 
     def __init__(self, ports=4, data_width=64, fabric_facing=None, data_limit=DATA_LIMIT_DEFAULT,

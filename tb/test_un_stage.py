@@ -281,6 +281,14 @@ async def un_stage_random(dut):
         assert words == [key & 0xFFFFFFFF, key >> 32, port, int(valid)], f"entry {i}: {words}"
     counters = await read_counters(cfg)
     assert counters == model.counters, f"counters {counters}, model {model.counters}"
+    # A table word read right after its write reads as written.
+    i = rng.randrange(TABLE_DEPTH)
+    base = TABLE_BASE + TABLE_STRIDE * i
+    key, port, valid = model.entries[i]
+    for offset, value in ((ENTRY_VALID, int(not valid)), (ENTRY_KEY_LO, key ^ 0x5A5A5A5A),
+                          (ENTRY_KEY_HI, (key >> 32) ^ 0xA5A5), (ENTRY_PORT, port ^ 1)):
+        await cfg.write(base + offset, value & 0xFFFFFFFF)
+        assert await cfg.read(base + offset) == value & 0xFFFFFFFF, f"entry {i} word {offset}"
     # A write clears a counter.
     await cfg.write(ADDR_COUNTERS["forwarded"], 0)
     model.clear_counter("forwarded")
@@ -417,8 +425,12 @@ def test_un_stage_rejects_parameters(kwargs):
         UnStage(**kwargs)
 
 
-@pytest.mark.parametrize("width, beats", [(64, 7), (128, 4), (256, 2), (512, 1)])
-def test_un_stage_header_beats(width, beats):
+@pytest.mark.parametrize("width, beats, latency", [(64, 7, 20), (128, 4, 14), (256, 2, 9),
+                                                   (512, 1, 8)])
+def test_un_stage_header_beats(width, beats, latency):
+    # latency H + 4 + tree levels + rows (two compare steps): the table (64 entries) scanned in
+    # H rows of ceil(64 / H) lanes at W = 64 and 128, in one row of 64 registers at 256 and 512
     stage = UnStage(data_width=width)
     assert stage.header_beats == beats
-    assert stage.latency == beats + 4
+    assert stage.latency == latency
+    assert UnStage(data_width=width, table_depth=1).latency == beats + 4

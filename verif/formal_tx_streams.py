@@ -18,6 +18,7 @@ from unittest import mock
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux, Signal, Value
 from amaranth.hdl._ast import Assign, Switch
+from amaranth.lib.data import View
 
 from .formal import StreamPort, find_signal, past, pipe_properties
 from .formal_rx import GhostFifo
@@ -102,7 +103,8 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
     The harness reads the block's record register (``n_full``, ``n_good`` and the frame
     fields and flags decoded into it), its stage-1 state (``active``, ``beat``, ``last_beat``,
     ``last_keep``, the registered flags ``beat_flags`` and ``rem_flags``), the credits
-    (``credit``, ``room``) and every register a beat passes (``r1``, the delay line ``d0``...
+    (``credit``, ``room``) and every register a beat passes (the commands ``cmd`` and
+    ``cmd2``, ``r1``, the delay line ``d0``...
     beside the CRC, the output buffer, the output register) and states what they hold (which
     frame each beat belongs to, the beats each frame has inside, the beats left of the frame in
     stage 1, a credit per beat not inside, each flag the comparison it stands for), which makes
@@ -117,7 +119,7 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
     to back (a frame's first beat taken right after the previous frame's last: an output buffer
     that holds two frames, ``out_depth`` 6 at W = 512, 16 at W = 64); a frame flagged bad
     (``tuser``); a record dropped while a frame is inside. At W = 512 (3 beats) every cover is
-    reached by step 18; at W = 64 a frame is at least 17 beats and the record waits
+    reached by step 20; at W = 64 a frame is at least 17 beats and the record waits
     ``5 + crc_latency`` cycles for its first beat out.
     """
     from models import layouts
@@ -172,8 +174,10 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
         m.d.sync += frames.eq(frames + 1)
 
     # Ghost: per record kept, the beats of its frame and the bytes of its last beat.
-    # Beat registers: the output one, the buffer's, the delay line's and stage 1's.
-    frames_max = (1 + out_depth + dut.crc_latency) // min_beats + 1
+    # Beat registers: the output one, the buffer's, the delay line's, stage 1c's and the two
+    # command registers.
+    n_beat_regs = 1 + out_depth + dut.crc_latency + 3
+    frames_max = (n_beat_regs - 1) // min_beats + 1
     ghost = GhostFifo(m, frames_max + 2, beat_bits + len(tail), "ghost")
     m.d.comb += [ghost.push_en.eq(kept), ghost.push_val.eq(Cat(n_beats, tail)),
                  ghost.pop_en.eq(frame_out)]
@@ -211,19 +215,23 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
     s = {n: find_signal(frag, n) for n in ("active", "beat", "last_beat", "last_keep", "credit",
                                            "n_full", "n_good", "n_last_beat", "n_last_keep",
                                            "r1")}
-    W, B = data_width, lanes
 
-    def beat_reg(sig):          # (valid, last, keep) of a stage-1 layout register
-        return sig[0], sig[1 + W + B], sig[1 + W:1 + W + B]
+    def beat_reg(sig):          # (valid, last, keep) of a beat register
+        beat = View(dut.beat_layout, sig)
+        return beat.valid, beat.last, beat.keep
 
     regs = [(dut.m_axis.valid, beat_o.last, beat_o.keep)]
     for j, slot in enumerate(fifos[0].slots):      # the output buffer, head first
-        regs.append((fifos[0].level > j, slot[W + B], slot[W:W + B]))
+        entry = View(dut.out_layout, slot)
+        regs.append((fifos[0].level > j, entry.last, entry.keep))
     for k in reversed(range(dut.crc_latency)):     # the delay line beside the CRC
         regs.append(beat_reg(find_signal(frag, f"d{k}")))
     regs.append(beat_reg(s["r1"]))
+    for name in ("cmd2", "cmd"):
+        cmd = View(dut.cmd_layout, find_signal(frag, name))
+        regs.append((cmd.valid, cmd.last, cmd.keep))
     n_regs = len(regs)
-    frames_max = (n_regs - 1) // min_beats + 1     # frames with a last beat in the registers
+    assert n_regs == n_beat_regs
     lasts = Signal(range(n_regs + 1), name="inv_lasts_in_regs")
     m.d.comb += lasts.eq(sum(v & last for v, last, _ in regs))
     held = Signal(range(n_regs + 1), name="inv_beats_in_regs")
@@ -297,6 +305,10 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
         Assert(~active | (fl[3] == (beat == crc_end)), "inv: flag crc_end"),
         Assert(~active | (rf[0] == (rem != 0)), "inv: flag rem != 0"),
         Assert(~active | (rf[1] == (rem > lanes)), "inv: flag rem > W/8"),
+        Assert(find_signal(frag, "need_payload") == (~fl[0] & rf[0]),
+               "inv: flag need = not before the payload and bytes expected"),
+        Assert(find_signal(frag, "discarding") == (find_signal(frag, "discard") != 0),
+               "inv: flag discarding = discard != 0"),
         Assert(~next_kept | (n_first[2] == (s["n_last_beat"] == 0)),
                "inv: next record's flag last"),
     ]

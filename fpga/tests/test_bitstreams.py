@@ -14,7 +14,17 @@ import pytest
 from fpga import boards
 
 
-@pytest.mark.parametrize("name", ["icebreaker", "ulx3s_frame"])
+# The rebuilt header inserter ([tx-speed]) holds the next record's header beside the one it
+# emits (2 x 1,200 flip-flops where the old one shifted a single register), and on the UP5K a
+# flip-flop without its own LUT takes a logic cell: the iCEBreaker's frame loop needs 5,447 of
+# 5,280 (it used 4,777). A reduced inserter for that board is [nic-fit]'s (item 4).
+ICEBREAKER_DOES_NOT_FIT = pytest.mark.xfail(
+    strict=True, reason="the frame loop needs 5,447 of the UP5K's 5,280 logic cells since the "
+                        "header inserter's rebuild")
+
+
+@pytest.mark.parametrize("name", [pytest.param("icebreaker", marks=ICEBREAKER_DOES_NOT_FIT),
+                                  "ulx3s_frame"])
 def test_bitstream_builds_and_meets_its_clock(name):
     res = boards.build(name)
     assert res["status"] == "built", res.get("message")

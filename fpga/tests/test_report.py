@@ -62,13 +62,13 @@ def test_table_names_the_pin_wrapper_only_where_it_was_placed():
 
 
 def test_the_router1_blocks_get_their_own_key_and_a_note_in_the_table():
-    assert report.device_for("un_stage", "ecp5").router == "router1"
-    assert report.device_for("un_stage", "ice40") is flow.DEVICES["ice40"]
+    assert report.device_for("rmw_36x1024", "ecp5").router == "router1"
+    assert report.device_for("rmw_36x1024", "ice40") is flow.DEVICES["ice40"]
     assert report.device_for("placement", "ecp5") is flow.ECP5 and flow.ECP5.router == "router2"
     keys = {flow.result_key(VERILOG, "blk", report.device_for(n, "ecp5"))
-            for n in ("un_stage", "placement")}
+            for n in ("rmw_36x1024", "placement")}
     assert len(keys) == 2
-    row = {"kind": "block", "target": "un_stage", "status": "fits", "router": "router1"}
+    row = {"kind": "block", "target": "rmw_36x1024", "status": "fits", "router": "router1"}
     assert "fits (nextpnr router1)" in report.table([row])
     with pytest.raises(ValueError, match="router3"):
         flow.ECP5.with_router("router3")
@@ -77,7 +77,7 @@ def test_the_router1_blocks_get_their_own_key_and_a_note_in_the_table():
 def test_a_router1_device_counts_ecp5_cells(tmp_path):
     stat = {"modules": {"\\blk": {"num_cells_by_type": {"LUT4": 10, "CCU2C": 3,
                                                        "TRELLIS_FF": 4, "DP16KD": 1}}}}
-    for device in (flow.ECP5, report.device_for("un_stage", "ecp5")):
+    for device in (flow.ECP5, report.device_for("rmw_36x1024", "ecp5")):
         summary = flow.yosys_summary(stat, device, "blk")
         assert (summary["lut4"], summary["ff"], summary["bram"]) == (16, 4, 1)
 

@@ -66,12 +66,12 @@ def test_header_inserter_inductive_w512():
 
 @pytest.mark.full
 def test_header_inserter_covers_w512():
-    # The covers at W = 512, all reached by step 18 (an output buffer of 6 beats, enough for
+    # The covers at W = 512, all reached by step 20 (an output buffer of 6 beats, enough for
     # two frames back to back at the output).
     m, ports, depths = harnesses.header_inserter_harness(512, 16, out_depth=6, prove=2,
-                                                         cover=19)
+                                                         cover=22)
     result = check("txs_header_inserter_w512_cover", m, ports, **depths)
-    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 19)}
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 22)}
 
 
 @pytest.mark.full
