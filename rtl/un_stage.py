@@ -150,7 +150,7 @@ class UnStage(wiring.Component):
     own uSID is active is compared in the cycle of the beat that completes the header (its bytes
     taken from the input) and registered. A block-RAM copy of the table words (32 bits x 4 x
     depth: 2 DP16KD at 64 entries) serves the read-back. Measured (``fpga/results.md``), W = 64
-    with 64 entries on the LFE5U-85F: 1,894 LUT4, 2,656 FF, 216 DPR16X4 (table 130, the beat FIFO
+    with 64 entries on the LFE5U-85F: 1,895 LUT4, 2,663 FF, 216 DPR16X4 (table 130, the beat FIFO
     38, the decision queue 48), 2 DP16KD.
 
     Latency and throughput
