@@ -306,12 +306,12 @@ class UnStage(wiring.Component):
         for i in range(depth):
             base = TABLE_BASE + TABLE_STRIDE * i
             doc = f"table entry {i}: key (block << 16 | uSID)"
-            cfg._claim(base + ENTRY_KEY_LO, f"key{i}[31:0]", "rw", doc, keys[i][:32])
-            cfg._claim(base + ENTRY_KEY_HI, f"key{i}[47:32]", "rw", doc, keys[i][32:])
-            cfg._claim(base + ENTRY_PORT, f"port{i}", "rw", f"table entry {i}: egress port",
-                       ports[i])
-            cfg._claim(base + ENTRY_VALID, f"valid{i}", "rw", f"table entry {i}: valid",
-                       valids[i])
+            cfg.external(base + ENTRY_KEY_LO, f"key{i}[31:0]", "rw", keys[i][:32], doc)
+            cfg.external(base + ENTRY_KEY_HI, f"key{i}[47:32]", "rw", keys[i][32:], doc)
+            cfg.external(base + ENTRY_PORT, f"port{i}", "rw", ports[i],
+                         f"table entry {i}: egress port")
+            cfg.external(base + ENTRY_VALID, f"valid{i}", "rw", valids[i],
+                         f"table entry {i}: valid")
 
         # --- input: the beat FIFO and the header registers -----------------------------------
         beat_layout = data.StructLayout({"data": self.data_width, "keep": lanes, "last": 1,

@@ -84,6 +84,12 @@ class ConfigMap:
         """A read-only word."""
         self._claim(addr, name, "ro", doc, value)
 
+    def external(self, addr, name, access, value, doc=""):
+        """A word the block reads back by a path of its own (not through :meth:`finish`'s
+        multiplexer, e.g. a block-RAM copy): declared for the map and the docs only. ``value``
+        names its width and reset value for the register-map generator."""
+        self._claim(addr, name, access, doc, value)
+
     def counter(self, addr, name, event, doc="", registered=False):
         """A 32-bit wrapping counter of ``event`` (1 bit: +1, wider: +value), cleared on write.
 
