@@ -26,7 +26,9 @@ frame goes where, its beats at W bits, the flushed records and the counters.
 
 Defined answers to bad input (counted, see :data:`COUNTERS`): a record whose ``plane`` is not below
 N discards its frame (``bad_plane``); a frame whose length is not the record's ``frame_bytes`` is
-discarded (``bad_length``), its reserved room given back. ``tuser[0]`` (a frame flagged bad
+discarded (``bad_length``), its reserved room given back; so is a frame whose last beat is
+empty (``tkeep[0]`` = 0 on ``tlast``, outside the stream convention: its beats outnumber the
+words its bytes need). ``tuser[0]`` (a frame flagged bad
 upstream) travels with the frame to its port's last beat.
 
 Sizes (shared with the RTL): the FIFO of a plane holds ``fifo_depth`` core words (C bits each; a
@@ -165,10 +167,10 @@ class PlaneSplitterModel:
             while self.queues[plane]:
                 self._flush(plane, self.queues[plane].popleft()[0])
 
-    def arrive(self, data, bad=False):
-        """The next frame (bytes, flagged ``bad`` upstream) came in whole. Returns what happened
-        to it: ``"queued"``, ``"flushed"`` (its plane is down), ``"bad_plane"`` or
-        ``"bad_length"``."""
+    def arrive(self, data, bad=False, empty_last=False):
+        """The next frame (bytes, flagged ``bad`` upstream; ``empty_last``: its last beat kept
+        no byte) came in whole. Returns what happened to it: ``"queued"``, ``"flushed"`` (its
+        plane is down), ``"bad_plane"`` or ``"bad_length"``."""
         if not self.routes:
             raise ValueError("a frame arrived with no plane frame record waiting")
         record = self.routes.popleft()
@@ -176,7 +178,7 @@ class PlaneSplitterModel:
         if plane >= self.n_planes:
             self.counters["bad_plane"] += 1
             return "bad_plane"
-        if len(data) != record["frame_bytes"]:
+        if len(data) != record["frame_bytes"] or empty_last:
             self.counters["bad_length"] += 1
             return "bad_length"
         self.counters["frames_in"] += 1

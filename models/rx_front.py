@@ -52,15 +52,17 @@ Nothing here imports cocotb, Amaranth or scapy.
 from collections import deque
 from dataclasses import dataclass
 
-from .layouts import (DATA_OPCODES, INNER_OFFSET, IPV6, OUTER_OFFSET, Dscp, NackReason, Opcode)
-from .packets import FRAME_ERROR_REASONS, FrameError, parse_frame
+from .layouts import (DATA_OPCODES, INNER_OFFSET, IPV6, KNOWN_OPCODES, OUTER_OFFSET, Dscp,
+                      NackReason, Opcode)
+from .packets import FRAME_ERROR_REASONS, FrameError, frame_length, parse_frame
 from .records import ext_to_int
 from .rx_tracker import Nack
 
 __all__ = [
     "STORED", "NO_BUFFER", "NO_ROOM", "BAD", "OUTCOMES", "PARSER_COUNTERS", "PLANE_COUNTERS",
-    "HEADER_KEEP", "MAX_PLANES", "MAX_QPS", "MAX_REGIONS", "core_width", "header_words",
-    "body_words_needed", "Region", "access_ok", "rx_meta", "RxFrontConfig", "Judgement",
+    "HEADER_KEEP", "MAX_PLANES", "MAX_QPS", "MAX_REGIONS", "OFFER_DELAY", "MIN_FRAME",
+    "core_width", "header_words", "body_words_needed", "max_frame_words", "header_slots_needed",
+    "engine_header_slots", "Region", "access_ok", "rx_meta", "RxFrontConfig", "Judgement",
     "RxFrontModel",
 ]
 
@@ -77,6 +79,9 @@ HEADER_KEEP = 138           # bytes a header slot keeps at least: headers throug
 MAX_PLANES = 8
 MAX_QPS = 64
 MAX_REGIONS = 16
+OFFER_DELAY = 4             # cycles from a frame's last beat to its offer to the merge (the
+                            # RTL's ICRC_LATENCY + 1; rtl/rx_plane_buffer.py checks they agree)
+MIN_FRAME = min(frame_length(op, 0) for op in KNOWN_OPCODES)    # 134 B: a probe; data frames 138 B
 _PAYLOAD_LENGTH_BYTE = OUTER_OFFSET + IPV6["payload_length"].offset // 8     # 18
 _TRIMMED_DSCPS = (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP)
 
@@ -100,6 +105,56 @@ def body_words_needed(frame, core_bits):
     declared = INNER_OFFSET + int.from_bytes(frame[_PAYLOAD_LENGTH_BYTE:_PAYLOAD_LENGTH_BYTE + 2],
                                              "big")
     return max(0, -(-declared // word_bytes) - header_words(core_bits))
+
+
+def max_frame_words(core_bits, pmtu=4096):
+    """Words of C bits of the largest valid frame at ``pmtu`` (a Write Only with Immediate)."""
+    largest = max(frame_length(op, pmtu if op in DATA_OPCODES else 0) for op in KNOWN_OPCODES)
+    return -(-largest // (core_bits // 8))
+
+
+def header_slots_needed(n_planes, data_width, pmtu=4096, stall_words=0):
+    """The header slots a plane buffer needs so that valid frames never find them all in use
+    while the merge keeps up (a power of two, 2..256): the bound behind the defaults of
+    ``rtl/rx_front.py``, ``rtl/rx_engine.py`` and ``rtl/nic_engine.py``.
+
+    A frame holds its slot from its first beat until the merge has read its header: its beats,
+    :data:`OFFER_DELAY`, the wait for its grant, then its header words (``Hw``). The merge serves
+    the planes round robin a whole frame at a time, one word of C bits a cycle; while it keeps
+    up (the frames of all planes need at most one word a cycle, true for every frame size when
+    N is not a power of two, for frames filling their last word otherwise: see
+    ``rtl/rx_front.py``), a plane's oldest frame waits at most for one frame of each other plane
+    (``(N - 1) x`` :func:`max_frame_words`) and for ``stall_words`` cycles in which the core's
+    consumer stops it (0: every output ready). The frames of a plane start at least
+    ``ceil(MIN_FRAME / (W / 8))`` cycles apart (one frame at a time on a port, none shorter than
+    :data:`MIN_FRAME`), so at most ``ceil(hold / that) + 1`` frames hold a slot at once (the +1:
+    the frame being received), ``hold`` = ``OFFER_DELAY + (N - 1) x max words + stall_words +
+    Hw + 2`` (the grant's register and the slot's release). Frames shorter than
+    :data:`MIN_FRAME` (malformed) or a consumer stopping longer can still exhaust the slots:
+    docs/protocol.md section 5 says what happens then."""
+    _check_int("n_planes", n_planes, 1, MAX_PLANES)
+    _check_int("pmtu", pmtu, 1, 4096)
+    _check_int("stall_words", stall_words, 0, 1 << 20)
+    core = core_width(n_planes, data_width)
+    hold = OFFER_DELAY + (n_planes - 1) * max_frame_words(core, pmtu) + stall_words + \
+        header_words(core) + 2
+    gap = -(-MIN_FRAME // (data_width // 8))
+    frames = -(-hold // gap) + 1
+    if frames > 256:
+        raise ValueError(f"{n_planes} planes of {data_width} bits at pmtu {pmtu} with "
+                         f"stall_words {stall_words} need {frames} header slots, more than 256")
+    return 1 << max(1, (frames - 1).bit_length())
+
+
+def engine_header_slots(n_planes, data_width, pmtu=4096):
+    """The header slots of the receive engine's and the NIC's planes (their default):
+    :func:`header_slots_needed` allowing the placement to stop the front for one largest
+    frame's words (``stall_words`` = :func:`max_frame_words`), as its writes to host memory
+    may. 64 at N = 2 or 8, W = 64, pmtu 4096; 16 at N = 1 or 2, W = 64, pmtu 1024 (the NIC
+    benches', which lost frames with 8)."""
+    _check_int("n_planes", n_planes, 1, MAX_PLANES)
+    stall = max_frame_words(core_width(n_planes, data_width), pmtu)
+    return header_slots_needed(n_planes, data_width, pmtu, stall_words=stall)
 
 
 @dataclass(frozen=True)

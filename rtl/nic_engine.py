@@ -107,7 +107,8 @@ class NicEngine(wiring.Component):
     wrs_per_qp, slots, backups, ev_min_active, max_outstanding
         The transmit engine's (:class:`rtl.tx_engine.TxEngine`).
     n_regions, buffer_bytes, header_slots, mpr, wimm_max
-        The receive engine's (:class:`rtl.rx_engine.RxEngine`).
+        The receive engine's (:class:`rtl.rx_engine.RxEngine`); ``header_slots`` None (the
+        default): :func:`models.rx_front.engine_header_slots` (64 at the defaults).
     ring, probe_entries, wr_depth, timer_bits
         The reliability block's; ``wr_depth`` must be at least ``wrs_per_qp`` (every request the
         transmit engine holds has its place in the block's work-request FIFO).
@@ -171,7 +172,7 @@ class NicEngine(wiring.Component):
 
     def __init__(self, n_qps=4, n_planes=2, data_width=64, pmtu=4096, clk_hz=250_000_000,
                  wrs_per_qp=8, slots=16, backups=8, ev_min_active=4, max_outstanding=16,
-                 n_regions=4, buffer_bytes=16384, header_slots=16, mpr=1024, wimm_max=16,
+                 n_regions=4, buffer_bytes=16384, header_slots=None, mpr=1024, wimm_max=16,
                  ring=64, probe_entries=8, wr_depth=16, timer_bits=10):
         def check(condition, text):
             if not condition:

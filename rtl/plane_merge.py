@@ -9,7 +9,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from models.records import FrameUser
-from models.rx_front import MAX_PLANES, core_width
+from models.rx_front import MAX_PLANES, core_width, header_slots_needed
 
 from .common.ports import axis_members, check_width
 from .rx_plane_buffer import LENGTH_BITS, RxPlaneBuffer
@@ -50,7 +50,9 @@ class PlaneMerge(wiring.Component):
     data_width : 64, 128, 256 or 512
         W, bits per beat of a plane port.
     body_words, header_slots : powers of two
-        Size of each plane's buffer (:class:`RxPlaneBuffer`).
+        Size of each plane's buffer (:class:`RxPlaneBuffer`); ``header_slots`` None (the
+        default): :func:`models.rx_front.header_slots_needed` at pmtu 4096 with every output
+        ready.
 
     The core width is ``C = W x N`` with N rounded up to a power of two
     (:func:`models.rx_front.core_width`), at most 4096.
@@ -71,10 +73,12 @@ class PlaneMerge(wiring.Component):
     one, as long as ``m_ready`` is high.
     """
 
-    def __init__(self, n_planes=8, data_width=64, body_words=256, header_slots=16):
+    def __init__(self, n_planes=8, data_width=64, body_words=256, header_slots=None):
         check_width("PlaneMerge", data_width)
         if not isinstance(n_planes, int) or not 1 <= n_planes <= MAX_PLANES:
             raise ValueError(f"PlaneMerge: n_planes must be 1..{MAX_PLANES}, not {n_planes!r}")
+        if header_slots is None:
+            header_slots = header_slots_needed(n_planes, data_width)
         self.n_planes = n_planes
         self.data_width = data_width
         self.core_width = core_width(n_planes, data_width)

@@ -98,8 +98,9 @@ class PlaneSplitter(wiring.Component):
     frame to its plane's reservation. The frame's beats are written, one per cycle, into its
     plane's data memory (C bits and the beat's byte count, last and user bits per word) after the
     plane's last frame; on its last beat the frame is committed: its entry (word count, data bit,
-    send record) goes into the plane's record memory. A frame whose length is not its record's
-    (or whose record's plane is not below N) is not committed; its reservation is given back.
+    send record) goes into the plane's record memory. A frame whose length is not its record's,
+    or whose last beat is empty (``tkeep[0]`` = 0, outside the stream convention), or whose
+    record's plane is not below N, is not committed; its reservation is given back.
 
     A plane port starts the oldest committed frame when the plane is up and nothing waits to be
     flushed, and sends it at one W beat per cycle (C/W beats per word, fewer on a frame's last
@@ -232,7 +233,9 @@ class PlaneSplitter(wiring.Component):
         m.d.comb += nbytes.eq(Mux(self.s_axis.p.last, first_zero, lanes))
         got_bytes = Cat(Const(0, log_lanes), beat) + nbytes
         head_plane_ok = head.plane < npl
-        length_ok = got_bytes == head.frame_bytes
+        # An empty last beat (tkeep[0] = 0, outside the stream convention) makes the frame bad
+        # whatever its byte count: its beats then outnumber its words (the model's rule).
+        length_ok = (got_bytes == head.frame_bytes) & (nbytes != 0)
         commit = in_last & head_plane_ok & length_ok
         bad_length = in_last & head_plane_ok & ~length_ok
         with m.If(in_fire):

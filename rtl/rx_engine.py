@@ -11,7 +11,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from models.records import FrameUser
-from models.rx_front import core_width
+from models.rx_front import core_width, engine_header_slots
 from models.rx_tracker import MPR_DEFAULT, WIMM_MAX_DEFAULT
 
 from .common import records
@@ -65,6 +65,10 @@ class RxEngine(wiring.Component):
     n_planes, data_width, n_qps, n_regions, buffer_bytes, header_slots, pmtu
         The front's (:class:`rtl.rx_front.RxFront`); the core width ``C`` (W x N rounded up to
         a power of two) is also the AXI data width and must be 64..512.
+        ``header_slots`` None (the default): :func:`models.rx_front.engine_header_slots`, the
+        front's bound (:func:`models.rx_front.header_slots_needed`) allowing the placement to
+        stop the front for one largest frame's words (64 at N = 2 or 8, W = 64, pmtu 4096; 16 at N = 1 or 2,
+        pmtu 1024).
     mpr, wimm_max
         The tracker's (:class:`rtl.rx_tracker.RxTracker`).
     addr_width, place_queue
@@ -117,13 +121,15 @@ class RxEngine(wiring.Component):
     """
 
     def __init__(self, n_planes=8, data_width=64, n_qps=4, n_regions=4, buffer_bytes=16384,
-                 header_slots=16, pmtu=4096, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT,
+                 header_slots=None, pmtu=4096, mpr=MPR_DEFAULT, wimm_max=WIMM_MAX_DEFAULT,
                  addr_width=64, place_queue=4):
         if isinstance(n_planes, int) and isinstance(data_width, int) and \
                 core_width(n_planes, data_width) > MAX_CORE_WIDTH:
             raise ValueError(f"RxEngine: the core width (W x N rounded up) is "
                              f"{core_width(n_planes, data_width)} bits; the placement's AXI bus "
                              f"takes at most {MAX_CORE_WIDTH}")
+        if header_slots is None and isinstance(n_planes, int) and isinstance(data_width, int):
+            header_slots = engine_header_slots(n_planes, data_width, pmtu)
         self.front = RxFront(n_planes=n_planes, data_width=data_width, n_qps=n_qps,
                              n_regions=n_regions, buffer_bytes=buffer_bytes,
                              header_slots=header_slots, pmtu=pmtu)

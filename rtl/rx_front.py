@@ -14,7 +14,7 @@ from models.layouts import Opcode
 from models.packets import frame_length
 from models.records import FrameUser
 from models.rx_front import (BAD, MAX_REGIONS, NO_BUFFER, NO_ROOM, PARSER_COUNTERS,
-                             PLANE_COUNTERS, core_width)
+                             PLANE_COUNTERS, core_width, header_slots_needed)
 
 from .common import records
 from .common.config import ConfigMap
@@ -56,10 +56,11 @@ class RxFront(wiring.Component):
     Each plane port p (W bits, never backpressured) has a receive frame buffer
     (:class:`rtl.rx_plane_buffer.RxPlaneBuffer`: header slots and a body ring in block RAM, the
     ICRC checked on the fly, a frame offered only once whole with its verdict; a frame without
-    room for its body keeps its header slot only, a frame finding no free slot or flagged bad is
-    dropped and counted). The merge (:class:`rtl.plane_merge.PlaneMerge`) takes whole frames
-    round-robin into the core of ``C = W x N`` bits (N rounded up to a power of two), and the
-    parser (:class:`rtl.rx_parser.RxParser`) judges each one in the order of docs/protocol.md section 5
+    room for its body keeps its header slot only, to be NACKed NO_PKT_BUFFER if it is a data
+    frame; a frame finding no free slot or flagged bad is dropped and counted). The merge
+    (:class:`rtl.plane_merge.PlaneMerge`) takes whole frames round-robin into the core of
+    ``C = W x N`` bits (N rounded up to a power of two), and the parser
+    (:class:`rtl.rx_parser.RxParser`) judges each one in the order of docs/protocol.md section 5
     and emits the records. Golden model: :class:`models.rx_front.RxFrontModel`, which takes the
     plane outcomes and the merge order from ``decision_trace``.
 
@@ -78,10 +79,17 @@ class RxFront(wiring.Component):
         16384); at least the largest frame at ``pmtu``. A plane at full rate with back-to-back
         frames of the largest size needs room for two of them and the store-and-forward delay
         (about 10 words) to never answer NO_PKT_BUFFER while the outputs keep up.
-    header_slots : power of two, 2..256
-        Frames a plane buffer holds at once (default 16).
+    header_slots : power of two, 2..256, or None
+        Frames a plane buffer holds at once. None (the default):
+        :func:`models.rx_front.header_slots_needed` ``(N, W, pmtu)``, the number with which
+        valid frames never find every slot of a plane in use while the outputs are ready and the
+        core keeps up (32 at N = 2..8, W = 64, pmtu 4096; 8 at N = 2, pmtu 1024). A smaller
+        number is accepted (the benches exhaust the slots on purpose); a frame starting while
+        every slot of its plane is in use is dropped and counted ``dropped_no_room``, a data
+        frame without NACK (docs/protocol.md section 5, "v1 today").
     pmtu : int
-        The largest payload (default 4096); sizes the check on ``buffer_bytes`` only.
+        The largest payload (default 4096); sizes the check on ``buffer_bytes`` and the default
+        ``header_slots``.
 
     Ports
     -----
@@ -132,14 +140,16 @@ class RxFront(wiring.Component):
     a power of two (C / W > N); when C = N x W, short of up to N - 1 cycles a frame unless the
     frames fill their last word (0.75 % for 4096-byte Writes at N = 4, W = 64, less than a
     MAC's inter-frame gap brings at N = 2). The buffers absorb such bursts; a sustained excess
-    is answered with NACK NO_PKT_BUFFER. On an idle front a frame's
+    fills the body ring, answered with NACK NO_PKT_BUFFER, or, with frames short enough to fit
+    their header slot (138-byte Writes at C = 512), the header slots, answered by dropping and
+    counting ``dropped_no_room`` (no NACK: docs/protocol.md section 5). On an idle front a frame's
     ``m_meta`` record leaves ``ICRC_LATENCY`` (3) + its core words + about 7 cycles after its
     last beat (15 cycles for a 138-byte frame at C = 256), and its payload's first word about 2
     cycles later; ``make bench`` reports both latencies.
     """
 
     def __init__(self, n_planes=8, data_width=64, n_qps=4, n_regions=4, buffer_bytes=16384,
-                 header_slots=16, pmtu=4096):
+                 header_slots=None, pmtu=4096):
         check_width("RxFront", data_width)
         if not isinstance(n_planes, int) or not 1 <= n_planes <= 8:
             raise ValueError(f"RxFront: n_planes must be 1..8, not {n_planes!r}")
@@ -152,6 +162,8 @@ class RxFront(wiring.Component):
         if not isinstance(buffer_bytes, int) or buffer_bytes < largest:
             raise ValueError(f"RxFront: buffer_bytes must be at least the largest frame "
                              f"({largest} B at pmtu {pmtu}), not {buffer_bytes!r}")
+        if header_slots is None:
+            header_slots = header_slots_needed(n_planes, data_width, pmtu)
         if not isinstance(n_regions, int) or not 1 <= n_regions <= MAX_REGIONS:
             raise ValueError(f"RxFront: n_regions must be 1..{MAX_REGIONS}, not {n_regions!r}")
         word_bytes = C // 8

@@ -16,7 +16,7 @@ from amaranth.utils import bits_for, exact_log2
 from models import layouts
 from models.packets import ICRC_PREFIX
 from models.records import FrameUser
-from models.rx_front import BAD, NO_BUFFER, NO_ROOM, STORED, header_words
+from models.rx_front import BAD, NO_BUFFER, NO_ROOM, OFFER_DELAY, STORED, header_words
 
 from .common.crc import (CRC_INIT, crc32_bitwise, mat_apply, seed_state, update_matrix,
                          zero_matrix)
@@ -27,6 +27,7 @@ __all__ = ["RxPlaneBuffer", "LENGTH_BITS", "ICRC_RESIDUE", "ICRC_LATENCY"]
 
 LENGTH_BITS = 17                 # frame byte counts saturate at 2^17 - 1 (mismatches stay)
 ICRC_LATENCY = 3                 # cycles from a frame's last beat to its ICRC verdict
+assert ICRC_LATENCY + 1 == OFFER_DELAY, "models.rx_front.OFFER_DELAY: the offer's delay"
 _PL_BYTE = layouts.OUTER_OFFSET + layouts.IPV6["payload_length"].offset // 8      # 18
 # The raw CRC register after a message followed by its own CRC (least-significant byte first):
 # a constant, so the check needs no knowledge of where the ICRC starts.
@@ -110,7 +111,14 @@ class RxPlaneBuffer(wiring.Component):
     body_words : power of two, at least 2
         Words of the body ring.
     header_slots : power of two, 2..256
-        Header slots: at most this many frames are held at once.
+        Header slots: at most this many frames are held at once (every frame kept, STORED or
+        NO_BUFFER, holds one from its first beat until its header words are read).
+        :func:`models.rx_front.header_slots_needed` gives the number with which valid frames
+        never find every slot in use while the reader keeps up (the defaults of
+        ``rtl/rx_front.py`` and the engines follow it). A frame starting while every slot is in
+        use cannot be kept, not even its header: it is dropped and counted ``NO_ROOM``, a data
+        frame without the NACK NO_PKT_BUFFER of profile 2 section 5 (docs/protocol.md section 5
+        says so).
 
     Ports
     -----

@@ -49,7 +49,8 @@ class SwitchIngress(wiring.Component):
     ``clk``, ``rst``: clock, synchronous active-high reset.
     ``s_axis_tdata/tkeep/tlast/tvalid/tuser``: the link. No ``tready``: the port never
     backpressures (docs/protocol.md 7). ``tkeep`` matters on the last beat only (its set lanes are
-    counted), ``tuser[0]`` on the last beat flags the frame bad.
+    counted; an empty last beat, outside the stream convention, adds no byte and no word),
+    ``tuser[0]`` on the last beat flags the frame bad.
     ``f_valid``, ``f_bytes``, ``f_take``: the oldest whole frame's length in bytes, valid while
     ``f_valid``; ``f_take`` removes it (the arbiter then reads its words).
     ``rd_en``, ``rd_data``: ``rd_en`` reads the next word of the frames taken; ``rd_data`` holds
@@ -152,11 +153,15 @@ class SwitchIngress(wiring.Component):
         with m.If(fire & (beat == pl_beat)):
             m.d.sync += pl_held.eq(pl_here)
 
+        # A last beat with no byte (tkeep 0, outside the stream convention) that would start a
+        # word adds no word: the frame's words are ceil(bytes / word bytes), as its reader takes.
+        word_counts = Signal()
+        m.d.comb += word_counts.eq(word_done & ~(last & (slot == 0) & (this_beat == 0)))
         write = Signal()
         overflow_now = Signal()
         m.d.comb += [
-            overflow_now.eq(word_done & ~overflow & ~oversize_now & full),
-            write.eq(word_done & ~overflow & ~oversize_now & ~full),
+            overflow_now.eq(word_counts & ~overflow & ~oversize_now & full),
+            write.eq(word_counts & ~overflow & ~oversize_now & ~full),
             wr.addr.eq(wp[:addr_bits]),
             wr.data.eq(word),
             wr.en.eq(write),

@@ -19,6 +19,7 @@ from amaranth.lib.wiring import In
 from amaranth.utils import bits_for
 
 from models.fabric_topology import HOST, T0, T1
+from models.rx_front import engine_header_slots
 from rtl.axil_config import AxilConfig, axil_members
 from rtl.common.flat_top import forward
 from rtl.common.stream import connect_beats
@@ -30,10 +31,12 @@ from rtl.switch import Switch
 __all__ = ["RtlFabric", "AddressMap", "SharedPart", "NIC_DEFAULTS", "SWITCH_DEFAULTS", "LINK_DEFAULTS",
            "HOST_PORTS", "READ_LATENCY", "UP", "DOWN"]
 
-# Small defaults: a fast Verilator build (two NICs of 64 bits, short queues).
+# Small defaults: a fast Verilator build (two NICs of 64 bits, short queues). header_slots None:
+# the receive engine's bound for the topology's planes (models.rx_front.engine_header_slots; 16
+# at 2 planes; with 8 a NIC dropped small frames, counted but not NACKed).
 NIC_DEFAULTS = dict(n_qps=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4, slots=4,
                     backups=2, ev_min_active=2, max_outstanding=8, n_regions=2,
-                    buffer_bytes=8192, header_slots=8, mpr=128, wimm_max=16, ring=32,
+                    buffer_bytes=8192, header_slots=None, mpr=128, wimm_max=16, ring=32,
                     probe_entries=4, wr_depth=4, timer_bits=10)
 SWITCH_DEFAULTS = dict(data_limit=8192, kmin=2048, kmax=6144, max_frame=2048,
                        ingress_bytes=4096, table_depth=8)
@@ -184,6 +187,9 @@ class RtlFabric(wiring.Component):
         self.shared = shared
         self.map = AddressMap(topology)
         self.nic_params = {**NIC_DEFAULTS, **(nic or {}), "n_planes": topology.planes}
+        if self.nic_params["header_slots"] is None:
+            self.nic_params["header_slots"] = engine_header_slots(
+                topology.planes, self.nic_params["data_width"], self.nic_params["pmtu"])
         self.switch_params = {**SWITCH_DEFAULTS, **(switch or {})}
         width = self.nic_params["data_width"]
         self.link_params = {**LINK_DEFAULTS, **(link or {}), "data_width": width}

@@ -60,6 +60,7 @@ from models.records import (COMPLETION, EV_EVENT, EV_MARKED, FEEDBACK_RECORD, PS
                             RETX_REQUEST, SEND_RECORD, SPRAY_ANSWER, WORK_REQUEST, CONTROL_RECORD,
                             CompletionStatus, EvEvent, RetxCause)
 from models.reliability import TRACE, QpConfig, Reliability, Source, STREAMS
+from models.rx_front import engine_header_slots
 from models.spray import ev_path, make_ev
 from models.tick import TickModel
 from tb.nic_pair import NicPair, PREFIXES
@@ -68,7 +69,8 @@ from verif.host_traffic import HostTraffic
 
 CONFIG = dict(n_qps=4, n_planes=2, data_width=64, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
               slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
-              buffer_bytes=8192, header_slots=8, mpr=128, wimm_max=16, ring=32, probe_entries=4,
+              buffer_bytes=8192, header_slots=engine_header_slots(2, 64, 1024), mpr=128,
+              wimm_max=16, ring=32, probe_entries=4,
               wr_depth=4, timer_bits=10)
 QP_CONFIG = dict(w_max=32, mpr=128, timeout_exp=7, retry_limit=3, probe_period=16)
 TOPOLOGY = dict(hosts=2, t0s=2, t1s=2, link_delay_ns=20.0)
@@ -649,11 +651,6 @@ def test_nic_engine_qp_error():
 
 @pytest.mark.sim
 @pytest.mark.full
-@pytest.mark.xfail(strict=True, reason=(
-    "[rx-speed]: in the lossless phase NIC b's plane-0 receive buffer has no free header slot "
-    "for two frames (8 slots) and drops them, counted (rx_front dropped_no_room = 2, "
-    "2026-12-02) but not NACKed, so their sender times out on a lossless fabric; profile 2 "
-    "section 5 NACKs the frame, and the rebuilt receive front must make this pass"))
 def test_nic_engine_lossy_more():
     """The lossy run with three times the messages."""
     run("verilator", "lossy", frames=3 * MESSAGES)

@@ -80,8 +80,10 @@ def stuck_pause(rng):
 
 
 def random_frame(rng, n_planes, index):
-    """(PLANE_FRAME record, frame bytes, tuser): mostly good, some for a bad plane or with a
-    length that is not the record's."""
+    """(PLANE_FRAME record, frame bytes, tuser, empty_last): mostly good, some for a bad plane,
+    with a length that is not the record's, or ending in an empty beat (``empty_last``: the
+    source pads the frame to whole core beats and one more with ``tkeep`` 0, outside the
+    stream convention)."""
     nbytes = rng.choice((min_frame_bytes(), rng.randint(134, 200), rng.randint(134, 1166),
                          max_frame_bytes(PMTU)))
     plane = rng.randrange(n_planes)
@@ -99,7 +101,7 @@ def random_frame(rng, n_planes, index):
     elif kind < 0.05:
         length = nbytes + rng.choice((-1, 1, -17, 40))
     frame = index.to_bytes(2, "big") + bytes(rng.getrandbits(8) for _ in range(length - 2))
-    return record, frame, int(rng.random() < 0.05)
+    return record, frame, int(rng.random() < 0.05), kind > 0.98
 
 
 class Monitor:
@@ -109,7 +111,7 @@ class Monitor:
     def __init__(self, dut, model, frames):
         self.dut = dut
         self.model = model
-        self.frames = frames                     # (bytes, tuser) in input order
+        self.frames = frames                     # (bytes, tuser, empty_last) in input order
         self.arrived = 0
         self.records = 0
         self.taken = []                          # cycle each record was taken
@@ -146,8 +148,8 @@ class Monitor:
                 assert not waiting or int(dut.s_axis_tready.value), \
                     "the core input stalled a frame whose record was taken"
                 if int(dut.s_axis_tready.value) and int(dut.s_axis_tlast.value):
-                    data, user = self.frames[self.arrived]
-                    model.arrive(data, user)
+                    data, user, empty = self.frames[self.arrived]
+                    model.arrive(data, user, empty_last=empty)
                     self.arrived += 1
             if int(dut.s_frame_tvalid.value) and int(dut.s_frame_tready.value):
                 model.route(PLANE_FRAME.unpack(int(dut.s_frame_tdata.value)))
@@ -192,12 +194,18 @@ async def splitter_random(dut):
     assert await cfg.read(ADDR_INFO["max_words"]) == model.max_words
     count = frames(FRAMES)
     traffic = [random_frame(rng, n, k) for k in range(count)]
-    monitor = Monitor(dut, model, [(frame, user) for _, frame, user in traffic])
+    monitor = Monitor(dut, model, [(frame, user, empty) for _, frame, user, empty in traffic])
     done = False
     cocotb.start_soon(drive_planes(dut, cfg, rng, n, lambda: done))
-    for record, frame, user in traffic:
+    lanes = p["core_width"] // 8
+    for record, frame, user, empty in traffic:
         records.send(PLANE_FRAME.pack(record))
-        await source.send(AxiStreamFrame(frame, tuser=user))
+        if empty:                   # whole beats, then one more that keeps no byte
+            pad = (-len(frame)) % lanes + lanes
+            await source.send(AxiStreamFrame(frame + bytes(pad), tuser=user,
+                                             tkeep=[1] * len(frame) + [0] * pad))
+        else:
+            await source.send(AxiStreamFrame(frame, tuser=user))
     await source.wait()
     done = True
     for _ in range(200_000):
@@ -209,7 +217,16 @@ async def splitter_random(dut):
         await RisingEdge(dut.clk)
         if not any(model.queued(k) for k in range(n)) and model.up == [True] * n:
             break
-    await ClockCycles(dut.clk, 50)
+    # The model starts and flushes frames at once; the RTL's ports and the flush output (under
+    # random backpressure) finish them later: wait for every frame and record the model has,
+    # then a little longer for any the model does not.
+    want = [len(monitor.expected[k]) for k in range(n)]
+    flushed_total = sum(len(f) for f in model.flushed)
+    for _ in range(100_000):
+        if [sinks[k].count() for k in range(n)] == want and len(flushes.queue) >= flushed_total:
+            break
+        await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, 200)
     got = 0
     for k in range(n):
         assert sinks[k].count() == len(monitor.expected[k]), \

@@ -65,7 +65,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from models.layouts import (CONTROL_OPCODES, DATA_OPCODES, ETHERTYPE_IPV6, Dscp, Ecn, Opcode,
                             ext_length)
-from models.packets import build_frame
+from models.packets import build_frame, frame_length
 from models.records import ext_to_int
 from models.switch import INGRESS_COUNTERS, STORED, SwitchModel
 from models.switch_queue import Queue, Verdict, ecn_threshold
@@ -253,6 +253,7 @@ class SwitchBench:
             self.sources.append(source)
             self.sinks.append(sink)
         self.sent = [deque() for _ in range(self.ports)]        # (frame, tuser) not yet ended
+        self.empty_last = 0                     # frames sent with an empty last beat
         self.expected = [[] for _ in range(self.ports)]         # frames each egress must send
         self.received = [[] for _ in range(self.ports)]
         self.departures = [[] for _ in range(self.ports)]
@@ -323,11 +324,20 @@ class SwitchBench:
 
     # --- traffic ----------------------------------------------------------------------------------
 
-    async def send(self, port, frame, tuser=0):
+    async def send(self, port, frame, tuser=0, empty_last=False):
+        """``empty_last``: a frame of whole beats gets one more beat with ``tkeep`` 0 (outside
+        the stream convention; the ingress counts that beat as no byte and no word); other
+        frames go as they are."""
         from cocotbext.axi import AxiStreamFrame
 
         self.sent[port].append((frame, tuser))
-        await self.sources[port].send(AxiStreamFrame(frame, tuser=tuser))
+        lanes = len(self.sources[port].bus.tkeep)
+        if empty_last and len(frame) % lanes == 0:
+            self.empty_last += 1
+            await self.sources[port].send(AxiStreamFrame(frame + bytes(lanes), tuser=tuser,
+                                                         tkeep=[1] * len(frame) + [0] * lanes))
+        else:
+            await self.sources[port].send(AxiStreamFrame(frame, tuser=tuser))
 
     async def _monitor(self):
         trace = self.dut.decision_trace
@@ -507,6 +517,25 @@ async def switch_random(dut):
             if rng.random() < 0.15:
                 frame, tuser, _ = traffic.bad_frame(rng.choice(traffic.bad_kinds),
                                                     rng.randrange(bench.ports))
+            elif rng.random() < 0.05:
+                # Whole beats, then one with tkeep 0. MRC frames are 2 bytes short of a
+                # multiple of 4: this one carries 2 bytes after its ICRC (in the outer Payload
+                # Length, which is all the switch checks).
+                # Whole beats, or whole core words (64 B: every core width), where the empty
+                # beat would start a word.
+                lanes = len(bench.sources[ingress].bus.tkeep)
+                unit = rng.choice((lanes, 64))
+                base = frame_length(Opcode.WRITE_ONLY, 0) + 2
+                first = (-base) % unit
+                room = bench.model.config.max_frame - base - first
+                payload = first + unit * rng.randrange(room // unit + 1)
+                frame = bytearray(traffic.frame(rng.randrange(bench.ports), payload=payload,
+                                                opcode=Opcode.WRITE_ONLY) + bytes(2))
+                length = int.from_bytes(frame[18:20], "big") + 2
+                frame[18:20] = length.to_bytes(2, "big")
+                assert len(frame) % lanes == 0
+                await bench.send(ingress, bytes(frame), empty_last=True)
+                continue
             else:
                 frame, tuser = traffic.frame(rng.randrange(bench.ports)), 0
             await bench.send(ingress, frame, tuser)
@@ -541,8 +570,8 @@ async def switch_random(dut):
     judged = 50 if bench.ports >= 4 else 25
     assert bench.rr_checked > judged, \
         f"only {bench.rr_checked} grants had another ingress waiting (at least {judged} wanted)"
-    dut._log.info("round robin judged on %d grants with another ingress waiting",
-                  bench.rr_checked)
+    dut._log.info("round robin judged on %d grants with another ingress waiting; %d frames "
+                  "ended in an empty beat", bench.rr_checked, bench.empty_last)
     bench.finish("random")
 
 

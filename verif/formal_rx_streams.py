@@ -334,10 +334,10 @@ def switch_ingress_harness(data_width=128, core_width=256, depth_words=4, max_fr
       the frame being read (its tag: never a word overwritten, never a dropped frame's word).
 
     Bounded (the words and the descriptors are block RAM an induction would have to name).
-    ``empty_last`` also allows a last beat with no byte (``tkeep`` 0): the block then writes a
-    word it does not count in the frame's bytes, a word its reader never reads, and the words
-    of the frames after it come out shifted (a bug: ``test_switch_ingress_empty_last_beat``, a
-    strict xfail)."""
+    ``empty_last`` also allows a last beat with no byte (``tkeep`` 0), outside the convention:
+    it adds no byte and no word (``test_switch_ingress_empty_last_beat``, which found the block
+    writing a word for it that its reader never read, the words of the frames after it then
+    shifted; fixed)."""
     from rtl.switch_ingress import SwitchIngress
 
     block = block or SwitchIngress

@@ -567,14 +567,13 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
       frames flushed by at most the one in its register.
 
     With ``empty_last`` False (the default) the harness assumes that a core frame's last beat
-    holds at least one byte (``tkeep[0]`` = 1 on ``tlast``). With an empty last beat allowed the
-    block fails the commit property (a bug on bad input, see
-    ``verif/tests/test_formal_tx_streams.py``): it counts a frame's bytes with a beat index that
-    saturates at its record's words, so a frame longer than its record by whole words whose last
-    beat is empty is committed where :class:`models.plane_splitter.PlaneSplitterModel` discards
-    it as ``bad_length``, truncated to the record's words, none of them written with the last
-    bit: the plane port then sends on through the FIFO memory without a ``tlast`` (a record of
-    0 bytes commits a frame of 0 words).
+    holds at least one byte (``tkeep[0]`` = 1 on ``tlast``); with it True an empty last beat
+    (outside the stream convention) may come, and such a frame must not be committed
+    (:class:`models.plane_splitter.PlaneSplitterModel` discards it as ``bad_length``). The
+    block once failed that: it counted a frame's bytes with a beat index that saturates at its
+    record's words, so a frame longer than its record by whole words whose last beat is empty
+    was committed, truncated to the record's words, none of them written with the last bit,
+    and the plane port then sent on through the FIFO memory without a ``tlast``.
 
     Bounded: the plane FIFOs and the record queue are memories (block RAM) whose contents an
     induction would have to name. Measured on this machine (shared, 2 cores): BMC 7 with
@@ -627,7 +626,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     got = Signal(17, name="core_frame_bytes")
     m.d.comb += got.eq(in_beats * lanes + kept)
     commit = Signal(name="h_commit")
-    m.d.comb += commit.eq(in_last & (r_plane < n_planes) & (got == r_bytes))
+    m.d.comb += commit.eq(in_last & (r_plane < n_planes) & (got == r_bytes) & (kept != 0))
     m.d.comb += Assert(commit == find_signal(frag, "count_frames_in"),
                        "a frame is committed exactly when its record's plane and length fit")
 
@@ -678,6 +677,9 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     covers["planes_send_together"] = Cat(*(o.fire for o in ports_o)).all()
     covers["data_frame_flushed_record_out"] = flush.fire
     covers["wrong_length_frame_dropped"] = in_last & (r_plane < n_planes) & (got != r_bytes)
+    if empty_last:
+        covers["empty_last_beat_dropped"] = in_last & (r_plane < n_planes) & (got == r_bytes) & \
+            (kept == 0)
     _covers(m, covers)
     ports = rec_in.free_ports() + _axis_free(dut.s_axis, "in") + \
         [x for o in ports_o for x in o.free_ports()] + flush.free_ports() + \

@@ -64,10 +64,12 @@ def test_bad_records_and_lengths():
     assert model.arrive(bytes(140)) == "bad_plane"
     model.route(record(1, 140))
     assert model.arrive(bytes(141)) == "bad_length"
+    model.route(record(1, 160))
+    assert model.arrive(bytes(160), empty_last=True) == "bad_length"   # beats outnumber words
     model.route(record(1, 140))
     assert model.arrive(bytes(140)) == "queued"
     assert model.counters == {**dict.fromkeys(COUNTERS, 0), "frames_in": 1, "bad_plane": 1,
-                              "bad_length": 1}
+                              "bad_length": 2}
     with pytest.raises(ValueError):
         model.arrive(bytes(140))
 

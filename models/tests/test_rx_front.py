@@ -3,6 +3,7 @@
 frame kind (RX_META fields, payload, feedback and NACK NO_PKT_BUFFER records), the plane
 outcomes and the room rule, the memory-region rule, and the bench traffic's labels."""
 
+from collections import deque
 import random
 
 import pytest
@@ -365,3 +366,146 @@ def test_ecn_and_class_fields_pass_through():
         (Ecn.CE, Dscp.TRIMMABLE_RETX, 1, 1, 0xABCD1234)
     assert meta["outer_src"] == addr.outer_src and meta["outer_dst"] == addr.outer_dst
     assert SETH.size == 28          # feedback ext widths used by the RTL's masks
+
+
+# --- header slots: the bound and the answer when they run out (issue 25) ---------------------
+
+def test_header_slots_needed():
+    from models.rx_front import (MIN_FRAME, engine_header_slots, header_slots_needed,
+                                 max_frame_words)
+
+    assert MIN_FRAME == 134 and max_frame_words(128, 4096) == 265
+    assert max_frame_words(512, 1024) == -(-1166 // 64)
+    assert [header_slots_needed(n, 64) for n in (1, 2, 3, 4, 8)] == [4, 32, 32, 32, 32]
+    assert header_slots_needed(2, 64, 1024) == 8 and header_slots_needed(2, 512) == 16
+    assert engine_header_slots(2, 64) == 64 and engine_header_slots(1, 64, 1024) == 16
+    assert engine_header_slots(2, 64, 1024) == 16
+    for n in range(1, 9):
+        for w in (64, 128, 256, 512):
+            slots = header_slots_needed(n, w)
+            assert slots & (slots - 1) == 0 and 2 <= slots <= 256
+            assert header_slots_needed(n, w, 1024) <= slots <= header_slots_needed(n, w, 4096, 50)
+    with pytest.raises(ValueError, match="n_planes"):
+        header_slots_needed(9, 64)
+    with pytest.raises(ValueError, match="more than 256"):
+        header_slots_needed(8, 64, 4096, stall_words=5000)
+
+
+def slot_timing(n_planes, width, planes, slots, stall=None):
+    """A cycle-level replay of the plane buffers' header slots and the merge's round robin
+    (rtl/rx_plane_buffer.py, rtl/plane_merge.py): ``planes[p]`` lists the frames (bytes) plane p
+    receives back to back at full rate, ``stall(cycle)`` True stops the core's consumer. Gives
+    the events in order, ("arrive", p, frame, outcome) and ("merge", p), and the most slots a
+    plane had in use. A frame takes a slot at its first beat (NO_ROOM if none is free), is offered
+    OFFER_DELAY cycles after its last beat and frees its slot when its header words are read."""
+    from models.rx_front import OFFER_DELAY
+
+    core = core_width(n_planes, width)
+    lanes, wbytes, hw = width // 8, core // 8, header_words(core)
+    queue = [deque((f, 0, False) for f in frames) for frames in planes]  # (frame, beats, kept)
+    held = [deque() for _ in planes]     # frames kept: [offer cycle or None, words]
+    used = [0] * n_planes
+    events, most = [], 0
+    rr, current, left, head_left, cycle = 0, None, 0, 0, 0
+    while any(queue) or any(held) or left:
+        cycle += 1
+        for p, q in enumerate(queue):
+            if not q:
+                continue
+            frame, sent, kept = q[0]
+            beats = -(-len(frame) // lanes)
+            if sent == 0:
+                kept = used[p] < slots
+                used[p] += kept
+            q[0] = (frame, sent + 1, kept)
+            if q[0][1] == beats:
+                kept = q.popleft()[2]
+                events.append(("arrive", p, frame, STORED if kept else NO_ROOM))
+                if kept:
+                    held[p].append([cycle + OFFER_DELAY, -(-len(frame) // wbytes)])
+            most = max(most, used[p])
+        if stall is not None and stall(cycle):
+            continue
+        if not left:                      # the grant: round robin among the frames offered
+            for k in range(n_planes):
+                p = (rr + k) % n_planes
+                if held[p] and held[p][0][0] <= cycle:
+                    offer, words = held[p].popleft()
+                    events.append(("merge", p))
+                    current, rr = p, (p + 1) % n_planes
+                    left, head_left = words, min(words, hw)
+                    break
+        if left:                          # one word of the frame being read (the grant's too)
+            left -= 1
+            head_left -= 1
+            if head_left == 0:
+                used[current] -= 1
+    return events, most
+
+
+def replay(model, events):
+    for event in events:
+        if event[0] == "arrive":
+            model.arrive(event[1], event[2], outcome=event[3])
+        else:
+            model.merge(event[1])
+
+
+@pytest.mark.parametrize("n_planes, width, pmtu", [
+    (1, 64, 4096), (2, 64, 4096), (2, 64, 1024), (3, 64, 4096), (5, 64, 4096), (7, 64, 4096),
+    (3, 512, 4096), (3, 128, 1024)])
+def test_small_frames_beside_large_ones_never_lack_a_slot(n_planes, width, pmtu):
+    """Valid traffic only: plane 0 receives the smallest data frames back to back (138-byte
+    Writes) while every other plane receives the largest, every output ready (configurations
+    where the merge keeps up: not N = 2, W = 512, see docs/protocol.md section 5). With the bound's
+    header slots no frame lacks one (every data frame is judged ``data``, none dropped without a
+    NACK); with 8 (the old benches' setting) the 4096-byte frames exhaust them on plane 0 and
+    the frames are dropped and counted ``dropped_no_room``, no NACK (docs/protocol.md section 5)."""
+    from models.rx_front import header_slots_needed
+
+    slots = header_slots_needed(n_planes, width, pmtu)
+    big = max(4, 40 // n_planes)
+
+    def traffic(model_traffic):
+        small = [model_traffic.data(payload=0, opcode=Opcode.WRITE_ONLY) for _ in range(300)]
+        large = [[model_traffic.data(payload=pmtu, opcode=Opcode.WRITE_ONLY_IMM)
+                  for _ in range(big)] for _ in range(n_planes - 1)]
+        return [small] + large
+
+    for count in (slots, 8):
+        model, rx_traffic = setup(n_planes=n_planes, data_width=width, header_slots=count)
+        planes = traffic(rx_traffic)
+        events, most = slot_timing(n_planes, width, planes, count)
+        replay(model, events)           # the model's header-slot rule accepts every outcome
+        dropped = sum(c["dropped_no_room"] for c in model.plane_counters)
+        assert model.empty()
+        if count == slots:
+            assert most <= slots and dropped == 0
+            assert model.counters["data"] == sum(len(frames) for frames in planes)
+            assert model.counters["no_buffer_data"] == 0 and not model.controls
+        elif n_planes > 1 and pmtu == 4096 and width == 64:
+            assert dropped > 0 and model.plane_counters[0]["dropped_no_room"] == dropped
+            assert model.counters["data"] + dropped == sum(len(frames) for frames in planes)
+            assert not model.controls       # the documented deviation: no NACK for them
+
+
+def test_slots_run_out_when_the_consumer_stops():
+    """The bound holds while the consumer keeps up; stopped long enough, a plane of small
+    frames exhausts any number of slots: those frames are dropped and counted (no NACK), the
+    frames kept are judged as usual, and the engine's number (one largest frame of stall
+    allowed) absorbs a stop of that length."""
+    from models.rx_front import engine_header_slots, header_slots_needed, max_frame_words
+
+    n, w, pmtu = 2, 64, 1024
+    stall_words = max_frame_words(core_width(n, w), pmtu)
+    for slots, stop, lost in ((header_slots_needed(n, w, pmtu), 2000, True),
+                              (engine_header_slots(n, w, pmtu), stall_words, False)):
+        model, rx_traffic = setup(n_planes=n, data_width=w, header_slots=slots)
+        small = [rx_traffic.data(payload=0, opcode=Opcode.WRITE_ONLY) for _ in range(200)]
+        large = [rx_traffic.data(payload=pmtu, opcode=Opcode.WRITE_ONLY_IMM) for _ in range(8)]
+        events, most = slot_timing(n, w, [small, large], slots,
+                                   stall=lambda c: 300 <= c < 300 + stop)
+        replay(model, events)
+        dropped = model.plane_counters[0]["dropped_no_room"]
+        assert (dropped > 0) == lost and most <= slots
+        assert model.counters["data"] == len(small) + len(large) - dropped

@@ -120,12 +120,6 @@ def run(testcase, frames=None):
 
 @pytest.mark.sim
 @pytest.mark.full
-@pytest.mark.xfail(strict=True, reason=(
-    "[rx-speed]: with 8 header slots (NIC_DEFAULTS) the v1 receive plane buffer has no free "
-    "slot for a small frame of the steady phase and drops it, counted (rx_dropped_no_room 1, "
-    "2026-12-02) but not NACKed, so its sender times out on a lossless fabric (nic_timeout 1; "
-    "with header_slots=16 none); profile 2 section 5 NACKs such a frame, and the rebuilt "
-    "receive front must make this pass"))
 def test_rtl_fabric_steady_cut_heal():
     """Steady writes, a T0-T1 cut mid-run, heal and loss (Verilator; minutes to build)."""
     run("steady_cut_heal")
