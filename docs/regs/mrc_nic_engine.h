@@ -962,9 +962,9 @@ typedef struct __attribute__ ((__packed__)) {
 #define MRC_NIC_ENGINE__RX_FRONT__PLANE__BODY_FREE__VALUE_bw 11
 
 // reg - mrc_nic_engine::rx_front::plane::slots_used
-#define MRC_NIC_ENGINE__RX_FRONT__PLANE__SLOTS_USED__VALUE_bm 0x1f
+#define MRC_NIC_ENGINE__RX_FRONT__PLANE__SLOTS_USED__VALUE_bm 0x7f
 #define MRC_NIC_ENGINE__RX_FRONT__PLANE__SLOTS_USED__VALUE_bp 0
-#define MRC_NIC_ENGINE__RX_FRONT__PLANE__SLOTS_USED__VALUE_bw 5
+#define MRC_NIC_ENGINE__RX_FRONT__PLANE__SLOTS_USED__VALUE_bw 7
 
 // regfile - mrc_nic_engine::rx_front::plane
 typedef struct __attribute__ ((__packed__)) {
