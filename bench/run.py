@@ -21,6 +21,7 @@ import json
 import sys
 import time
 
+from models.rx_front import engine_header_slots
 from project import RESULTS, ROOT, replace_between_markers
 from verif.runner import run_bench
 
@@ -52,8 +53,9 @@ BLOCKS = {
     "nic_engine": ("tb.nic_pair:NicPair", "nic_pair", "tb.test_nic_engine", (64,),
                    dict(n_qps=4, n_planes=2, pmtu=1024, clk_hz=16_000_000, wrs_per_qp=4,
                         slots=4, backups=2, ev_min_active=2, max_outstanding=8, n_regions=4,
-                        buffer_bytes=8192, header_slots=16, mpr=128, wimm_max=16, ring=32,
-                        probe_entries=4, wr_depth=4, timer_bits=10)),
+                        buffer_bytes=8192, header_slots=engine_header_slots(2, 64, 1024),
+                        mpr=128, wimm_max=16, ring=32, probe_entries=4, wr_depth=4,
+                        timer_bits=10)),
     "link": ("rtl.link:Link", "link", "tb.test_link"),
 }
 WIDTHS = (64, 512)

@@ -67,8 +67,8 @@ class RxEngine(wiring.Component):
         a power of two) is also the AXI data width and must be 64..512.
         ``header_slots`` None (the default): :func:`models.rx_front.engine_header_slots`, the
         front's bound (:func:`models.rx_front.header_slots_needed`) allowing the placement to
-        stop the front for one largest frame's words (64 at N = 2 or 8, W = 64, pmtu 4096; 16 at N = 1 or 2,
-        pmtu 1024).
+        stop the front for one largest frame's words (64 at N = 2 or 8, W = 64, pmtu 4096;
+        16 at N = 1 or 2, pmtu 1024).
     mpr, wimm_max
         The tracker's (:class:`rtl.rx_tracker.RxTracker`).
     addr_width, place_queue
