@@ -28,6 +28,13 @@ Scenarios (cocotb tests; one build runs them all):
   outputs are nearly stopped: the body rings fill (NO_BUFFER: data frames NACKed NO_PKT_BUFFER,
   control frames dropped), then the header slots (NO_ROOM); then the outputs run again and
   everything kept drains, equal to the model.
+- ``rx_front_slots``: valid traffic only, outputs always ready: plane 0 sends Writes of about
+  4 KB back to back while every other plane sends the smallest Writes back to back, each frame
+  of a size the core carries at the planes' rate (N x its core words <= its beats), so the merge
+  keeps up and every small frame waits for one large frame. With the default header slots
+  (``models.rx_front.header_slots_needed``) no frame finds them all in use (no NO_ROOM, no
+  NO_BUFFER); the pytest run also builds the front with 8 slots, where the same traffic must
+  lose small frames for want of a slot (the bench can fail).
 - ``perf`` (``make bench``): per payload size of ``PERF_SIZES``: the latency of one Write on an
   idle front (first beat in to first payload beat out; last beat in to its ``m_meta`` record);
   Writes back to back on every plane at full rate with the outputs always ready (payload bytes
@@ -50,7 +57,7 @@ from models.layouts import Opcode
 from models.packets import frame_length
 from models.records import CONTROL_RECORD, FEEDBACK_RECORD, RX_META
 from models.rx_front import (BAD, NO_BUFFER, NO_ROOM, PARSER_COUNTERS, PLANE_COUNTERS, RxFrontModel,
-                             header_words)
+                             header_slots_needed, header_words)
 from rtl.plane_merge import plane_bits
 from rtl.rx_front import (ADDR_COUNTERS, ADDR_INFO, ADDR_INNER_DST, ADDR_QP_ENABLE, INFO,
                           RxFront, plane_reg, region_reg)
@@ -65,6 +72,7 @@ PMTU = 1024                 # payloads of the random traffic
 MALFORMED = 2000            # malformed frames a run of rx_front_random
 GOOD = 600                  # good frames a run of rx_front_random
 FULL_FRAMES = 40            # frames per plane in rx_front_full
+SLOT_FRAMES = 6             # large frames in rx_front_slots
 PERF_FRAMES = 12            # frames per plane and payload size in perf
 BUILD_NAME = os.environ.get("MRC_BENCH", "rx_front")
 
@@ -459,6 +467,58 @@ async def rx_front_full(dut):
     bench.finish("full", bench.n_planes * count)
 
 
+def carried(n_planes, width, core, size):
+    """Whether a Write of ``size`` payload bytes needs at most its share of the core: N times
+    its core words no more than its beats on a plane (the condition under which
+    :func:`models.rx_front.header_slots_needed` bounds the slots)."""
+    frame = frame_length(Opcode.WRITE_ONLY, size)
+    return n_planes * -(-frame // (core // 8)) <= -(-frame // (width // 8))
+
+
+@cocotb.test()
+async def rx_front_slots(dut):
+    """Small frames beside the largest ones, every output ready: no frame without a slot with
+    the default header slots; with fewer (``expect_no_room``), some (module docstring)."""
+    from verif.bench import frames, params
+
+    bench, traffic = await new_bench(dut, pmtu=4096)
+    rng = bench.rng
+    n, width, core = bench.n_planes, bench.width, bench.core
+    expect_no_room = params().get("expect_no_room", False)
+    large = [s for s in range(3900, 4097) if carried(n, width, core, s)]
+    small = [s for s in range(0, 65) if carried(n, width, core, s)]
+    assert large and small, "no frame size the core carries at the planes' rate"
+    lanes = width // 8
+    count = frames(SLOT_FRAMES)
+    sent_small = 0
+    for _ in range(count):
+        size = rng.choice(large)
+        bench.send(0, Labelled(traffic.data(payload=size, opcode=Opcode.WRITE_ONLY), 0,
+                               "data", "data"))
+        beats = -(-frame_length(Opcode.WRITE_ONLY, size) // lanes)
+        for plane in range(1, n):
+            used = 0
+            while used < beats:         # as many small frames as the large one lasts
+                s = rng.choice(small)
+                bench.send(plane, Labelled(traffic.data(payload=s, opcode=Opcode.WRITE_ONLY),
+                                           0, "data", "data"))
+                used += -(-frame_length(Opcode.WRITE_ONLY, s) // lanes)
+                sent_small += 1
+    await bench.drain()
+    await bench.check_counters()
+    no_room = sum(p["dropped_no_room"] for p in bench.model.plane_counters)
+    dut._log.info("%d large and %d small frames, %d header slots: outcomes %s, no_room %d",
+                  count, sent_small, bench.front["header_slots"], dict(bench.outcomes), no_room)
+    assert bench.outcomes[NO_BUFFER] == 0, "valid frames found the body ring full"
+    if expect_no_room:
+        assert bench.outcomes[NO_ROOM] > 0 and no_room > 0, \
+            f"{bench.front['header_slots']} header slots were enough: the scenario tests nothing"
+    else:
+        assert bench.outcomes[NO_ROOM] == 0 and no_room == 0, \
+            f"{no_room} valid frames found no header slot of {bench.front['header_slots']}"
+    bench.finish("slots" + ("-few" if expect_no_room else ""), count + sent_small)
+
+
 @cocotb.test()
 async def perf(dut):
     """Throughput, drain rate and latency per payload size (module docstring)."""
@@ -560,8 +620,8 @@ async def perf(dut):
 SCENARIOS = ["rx_front_random", "rx_front_full"]
 
 
-def run(name, sim, n_planes, width, *, testcase, frames=None, **extra):
-    front = dict(FRONT, n_planes=n_planes, data_width=width)
+def run(name, sim, n_planes, width, *, testcase, frames=None, front=None, **extra):
+    front = dict(FRONT, n_planes=n_planes, data_width=width, **(front or {}))
     run_bench(RxFront(**front), name=f"{name}-n{n_planes}-w{width}", toplevel="rx_front",
               test_module="tb.test_rx_front", sim=sim, params={"front": front, **extra},
               frames=frames, testcase=testcase)
@@ -580,6 +640,24 @@ def test_rx_front(sim, n_planes, width):
     """Every scenario; on Verilator also a short ``perf`` (its assertions)."""
     perf = ["perf"] if sim == "verilator" else []
     run("rx_front", sim, n_planes, width, testcase=SCENARIOS + perf, perf_frames=4)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("sim, n_planes, width, slots", [
+    pytest.param("verilator", 2, 64, None, id="verilator-n2-w64-default"),
+    pytest.param("icarus", 3, 64, None, id="icarus-n3-w64-default"),
+    pytest.param("verilator", 2, 64, 8, id="verilator-n2-w64-8"),
+    pytest.param("verilator", 8, 64, None, id="verilator-n8-w64-default",
+                 marks=pytest.mark.full),
+    pytest.param("icarus", 2, 512, None, id="icarus-n2-w512-default", marks=pytest.mark.full)])
+def test_rx_front_slots(sim, n_planes, width, slots):
+    """Valid traffic that would exhaust the header slots of a plane while the largest frames
+    fill another: none lost with the default slots (header_slots_needed), some with 8."""
+    if slots is None:
+        slots = header_slots_needed(n_planes, width, FRONT["pmtu"])
+    run(f"rx_front-slots{slots}", sim, n_planes, width, testcase="rx_front_slots",
+        front=dict(header_slots=slots), expect_no_room=slots < header_slots_needed(
+            n_planes, width, FRONT["pmtu"]))
 
 
 @pytest.mark.sim
