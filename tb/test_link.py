@@ -22,13 +22,14 @@ and the beats held are read back and compared; the sink ends empty. The seed is 
 - ``line_rate``: delay 0 and rate 0, no loss, sink always ready: back-to-back frames of random
   sizes take exactly their beat count of cycles, every beat a latency of 2; the same at
   ``delay = delay_max`` (latency delay_max); ``s_axis_tready`` never low. Then the sink stalls
-  for three times the range of the release stamps with the FIFO full: every beat still leaves at
-  the cycle the model gives.
+  far longer than the FIFO and the release line span (1536 cycles at delay_max 64) with the
+  FIFO full: every beat still leaves at the cycle the model gives.
 - ``perf`` (``make bench`` and the full tests): 32 back-to-back frames of each payload size of
   ``PERF_SIZES``, with the same assertions, measured.
 """
 
 import pytest
+from amaranth.utils import bits_for
 
 import cocotb
 from cocotb.triggers import ClockCycles, Event, RisingEdge, with_timeout
@@ -308,6 +309,12 @@ async def link_random(dut):
     write_result(dut, "link", n_frames)
 
 
+def stall_cycles(link):
+    """A sink stall far longer than anything the link counts: 3 << bits_for(delay_max + depth
+    + 2) + 1 cycles (1536 at delay_max 64; the range of release stamps the link once kept)."""
+    return 3 << bits_for(link.delay_max + link.depth + 2) + 1
+
+
 # --- Full line rate and performance --------------------------------------------------------------
 
 async def back_to_back(dut, source, sink, log, frames):
@@ -363,16 +370,17 @@ async def line_rate(dut):
     assert not log.refused, f"s_axis_tready low at cycles {log.refused[:8]}"
     batch_beats = len(ins)
 
-    # A sink stalled far longer than the stamps' range: every beat still leaves as the model says.
+    # A sink stalled far longer than the FIFO and the release line (and the range of any
+    # cycle stamp they might keep): every beat still leaves as the model says.
     p = params()
-    stamp_bits = Link(p["data_width"], p["delay_max"], p["rate_max"]).stamp_bits
+    stall = stall_cycles(Link(p["data_width"], p["delay_max"], p["rate_max"]))
     await cfg.write(ADDR["delay"], delay_max // 2)
     n_in, n_out = len(log.inputs), len(log.outputs)
     sink.pause = True
     stalled = [AxiStreamFrame(rng.randbytes(MAX_BYTES)) for _ in range(3)]   # > the FIFO
     for frame in stalled:
         await source.send(frame)
-    await ClockCycles(dut.clk, 3 << stamp_bits)
+    await ClockCycles(dut.clk, stall)
     sink.pause = False
     for frame in stalled:
         got = await with_timeout(sink.recv(), 100 * len(frame.tdata) + 10_000, "ns")
@@ -385,7 +393,7 @@ async def line_rate(dut):
     assert sink.empty()
     log.running = False
     dut._log.info("%d frames of %d beats back to back at delay 0 and %d: no bubble; %d cycles of "
-                  "stall", LINE_RATE_FRAMES, batch_beats, delay_max, 3 << stamp_bits)
+                  "stall", LINE_RATE_FRAMES, batch_beats, delay_max, stall)
     write_result(dut, "link", 2 * LINE_RATE_FRAMES + 3)
 
 
@@ -460,4 +468,5 @@ def test_link_rejects_parameters(kwargs):
 def test_link_sizes(delay_max):
     link = Link(delay_max=delay_max)
     assert link.depth == delay_max + 2 and link.latency == MIN_LATENCY
-    assert 1 << link.stamp_bits - 1 > delay_max + link.depth + 1
+    assert link.release_positions == max(1, delay_max - 1)
+    assert stall_cycles(link) > 2 * (delay_max + link.depth + 1)
