@@ -109,7 +109,8 @@ class Placement(wiring.Component):
         0x12  status          bit 0: busy (a command, a packet, a burst or a response pending)
         ====  ==============  ===================================================================
 
-        Counters are 32 bits, wrap, and clear when written.
+        Counters are 32 bits, wrap, and clear when written; a count shows one cycle after its
+        event (registered events).
     clk, rst
         The ``sync`` domain (synchronous active-high reset).
 
@@ -120,16 +121,25 @@ class Placement(wiring.Component):
 
     Structure and timing: the command stage takes a command (at most one per cycle), computes the
     packet's beats and lanes, queues them for the data stage (``queue_depth`` entries) and, for
-    a placed packet, issues its bursts on AW, one per cycle, from registers. The data stage
-    rotates each payload beat left by ``va % (W/8)`` lanes (log2(W/8) mux stages) and takes the
-    lanes below that offset from the previous beat's rotation, so each output beat needs at most
-    one new input beat: one W beat per cycle, and the next packet's first beat follows the last
-    one without a gap (a packet costs ``ceil((va % (W/8) + length) / (W/8))`` beats; one more than
-    its input beats when its bytes spill into a further beat). AW, W and B are registered
-    outputs (no combinational path inside one AXI channel). Latency: after a command's handshake
-    at edge t (block idle), ``awvalid`` of its first burst rises at edge t + 1 and, with the
-    payload waiting and the memory ready, its first W beat is valid from edge t + 2 and taken at
-    edge t + 3 (the queue read takes one cycle, the data stage one more).
+    a placed packet, issues its bursts on AW, one per cycle, from registers. Whether a burst is
+    the packet's last is one short adder of two registers (the beats left and the block offset
+    of the next address) and a few gates; a burst that is not the last ends at the block
+    boundary, so the next address is the next block (an incrementer, no burst length in it).
+    The data stage rotates each payload beat left by ``va % (W/8)`` lanes (log2(W/8) mux
+    stages) and takes the lanes below that offset from the previous beat's rotation, so each
+    output beat needs at most one new input beat: one W beat per cycle, and the next packet's
+    first beat follows the last one without a gap (a packet costs ``ceil((va % (W/8) + length) /
+    (W/8))`` beats; one more than its input beats when its bytes spill into a further beat). AW
+    and W are registered outputs (the W payload register loads whenever it is free; only
+    ``wvalid`` waits for a beat). ``s_cmd_tready`` depends on ``awready`` and ``s_axis_tready``
+    on ``wready`` within the cycle (the block takes the next command in the cycle its previous
+    packet's last burst is issued, and the payload beat in the cycle its W beat goes; the
+    formal proof, ``verif/formal_placement.py``, states its invariants on this structure).
+    Counter events are registered (:meth:`rtl.common.config.ConfigMap.counter`: a count shows
+    one cycle after its event) and the read multiplexer is decoded. Latency: after a command's
+    handshake at edge t (block idle), ``awvalid`` of its first burst rises at edge t + 1 and,
+    with the payload waiting and the memory ready, its first W beat is valid from edge t + 2 and
+    taken at edge t + 3 (the queue read takes one cycle, the data stage one more).
     """
 
     def __init__(self, data_width=64, addr_width=64, queue_depth=4):
@@ -178,29 +188,58 @@ class Placement(wiring.Component):
         g_left = Signal(beat_bits)   # beats of the packet still to issue on AW
         aw_free = ~self.m_axi.awvalid | self.m_axi.awready
         g_room = wire(m, boundary_beats - g_addr[lb:lb + bb], bb + 1, "g_room")
-        issue = wire(m, (g_left != 0) & aw_free, 1, "g_issue")
-        g_last = g_left <= g_room
-        burst = wire(m, Mux(g_last, g_left, g_room), bb + 1, "g_burst")
+        g_busy = wire(m, g_left != 0, 1, "g_busy")
+        issue = wire(m, g_busy & aw_free, 1, "g_issue")
+        # g_last = (g_left <= g_room) = (g_left + block offset <= boundary_beats), from one
+        # short adder of two registers (not a subtraction followed by a comparison).
+        g_off = g_addr[lb:lb + bb]
+        g_sum = wire(m, g_left[:bb + 1] + g_off, bb + 2, "g_sum")
+        g_last = wire(m, (g_left[bb + 1:] == 0) & ~g_sum[bb + 1] &
+                      (~g_sum[bb] | (g_sum[:bb] == 0)), 1, "g_last")
+        # The rest after a burst that ends at the boundary: g_left - g_room =
+        # g_left + g_off - boundary_beats (one adder: g_off below bit bb, ones above).
+        g_rest = wire(m, g_left + Cat(g_off, Const(-1, beat_bits - bb)), beat_bits, "g_rest")
+        # free: the generator can take a command now (idle, or issuing the packet's last
+        # burst). The updates below are written as explicit multiplexers on free, so that no
+        # register waits for the command handshake on top of g_last.
+        free = wire(m, ~g_busy | (aw_free & g_last), 1, "g_free")
+        new_placed = wire(m, self.s_cmd.valid & queue.w_rdy & has_payload & cmd.place, 1,
+                          "c_new_placed")
         take_cmd = wire(m, self.s_cmd.valid & self.s_cmd.ready, 1, "c_take")
         m.d.comb += [
-            self.s_cmd.ready.eq(queue.w_rdy & ((g_left == 0) | (issue & g_last))),
+            self.s_cmd.ready.eq(queue.w_rdy & free),
             queue.w_data.eq(entry),
             queue.w_en.eq(take_cmd & has_payload),
         ]
         with m.If(issue):
             m.d.sync += [
                 self.m_axi.awvalid.eq(1), self.m_axi.awaddr.eq(g_addr),
-                self.m_axi.awlen.eq(burst - 1),
-                g_addr.eq(g_addr + (burst << lb)), g_left.eq(g_left - burst),
+                self.m_axi.awlen.eq(Mux(g_last, g_left - 1, g_room - 1)),
             ]
         with m.Elif(self.m_axi.awready):
             m.d.sync += self.m_axi.awvalid.eq(0)
-        with m.If(take_cmd & has_payload & cmd.place):
-            m.d.sync += [g_addr.eq(Cat(Const(0, lb), cmd.va[lb:aw])), g_left.eq(out_beats)]
+        # g_left: a new placed command's beats when free (0 when none is taken), else the rest
+        # after a burst that ends at the block boundary, else held.
+        m.d.sync += g_left.eq(Mux(free, Mux(new_placed, out_beats, 0),
+                                  Mux(aw_free, g_rest, g_left)))
+        # g_addr: the new command's beat-aligned va when idle or at the last burst (it matters
+        # only when one is taken: g_left is 0 otherwise); after a burst that is not the
+        # packet's last the next block (that burst ended at the block boundary), so no burst
+        # length enters the update.
+        with m.If(~g_busy | aw_free):
+            m.d.sync += g_addr.eq(Mux(~g_busy | g_last, Cat(Const(0, lb), cmd.va[lb:aw]),
+                                      Cat(Const(0, lb + bb), g_addr[lb + bb:aw] + 1)))
         m.d.comb += [
             self.m_axi.awid.eq(0), self.m_axi.awsize.eq(lb), self.m_axi.awburst.eq(_BURST_INCR),
             self.m_axi.awlock.eq(0), self.m_axi.awcache.eq(AWCACHE), self.m_axi.awprot.eq(AWPROT),
         ]
+
+        # ------------------------------------------------------------ payload input
+        tlast = self.s_axis.p.last
+        p_valid = self.s_axis.valid
+        p_data = self.s_axis.p.data
+        keep_eff = wire(m, Mux(tlast, _prefix_and(m, self.s_axis.p.keep, "keep_prefix"),
+                               (1 << n) - 1), n, "keep_eff")
 
         # ------------------------------------------------------------ data stage and W
         active = Signal()
@@ -218,53 +257,59 @@ class Placement(wiring.Component):
         q_place, q_align, q_last_out, q_last_in, q_in_beats, q_out_beats, q_boff = (
             queue.r_data[s] for s in _slices((1, lb, lb, lb, beat_bits, beat_bits, bb)))
 
-        tlast = self.s_axis.p.last
-        keep_eff = wire(m, Mux(tlast, _prefix_and(m, self.s_axis.p.keep, "keep_prefix"),
-                               (1 << n) - 1), n, "keep_eff")
-        rot_cur = _rotate_lanes(m, self.s_axis.p.data, d_align, 8, "rot_data")
+        rot_cur = _rotate_lanes(m, p_data, d_align, 8, "rot_data")
         rot_keep = _rotate_lanes(m, keep_eff, d_align, 1, "rot_keep")
 
         w_free = ~self.m_axi.wvalid | self.m_axi.wready
         emitting = wire(m, active & (out_left != 0), 1, "d_emitting")
-        need_in = in_left != 0
-        go = wire(m, emitting & w_free & (~need_in | self.s_axis.valid), 1, "d_go")
+        # need_in = (in_left != 0) and in_one = (in_left == 1) are registers of their own,
+        # loaded with in_left (no comparison on the stage's control paths).
+        need_in = Signal()
+        in_one = Signal()
+        go = wire(m, emitting & w_free & (~need_in | p_valid), 1, "d_go")
         consume = wire(m, go & need_in, 1, "d_consume")
         draining = wire(m, active & (out_left == 0) & drain, 1, "d_draining")
-        last_out = out_left == 1
-        becomes_long = consume & (in_left == 1) & ~tlast
+        last_out = wire(m, out_left == 1, 1, "d_last_out")
+        becomes_long = consume & in_one & ~tlast
         drain_next = drain | becomes_long
         done = wire(m, (go & last_out & ~drain_next) |
-                    (draining & self.s_axis.valid & tlast), 1, "d_done")
+                    (draining & p_valid & tlast), 1, "d_done")
         load = wire(m, (~active | done) & queue.r_rdy, 1, "d_load")
         m.d.comb += [
             self.s_axis.ready.eq((emitting & w_free & need_in) | draining),
             queue.r_en.eq(load),
         ]
 
-        cur_keep = Mux(consume, rot_keep, 0)
+        # Under go, a beat is consumed exactly when one is needed (consume = go & need_in).
+        cur_keep = Mux(need_in, rot_keep, 0)
         strobe = (ge_mask & cur_keep) | (~ge_mask & rot_prev_keep)
         data = Cat(*(Mux(ge_mask[i], rot_cur[8 * i:8 * i + 8], rot_prev[8 * i:8 * i + 8])
                      for i in range(n)))
-        short = consume & tlast & ((in_left > 1) | ~keep_eff.bit_select(d_last_in_lane, 1))
+        short = consume & tlast & (~in_one | ~keep_eff.bit_select(d_last_in_lane, 1))
         over_in_beat = (d_last_in_lane != n - 1) & keep_eff.bit_select(d_last_in_lane + 1, 1)
-        long_payload = becomes_long | (consume & tlast & (in_left == 1) & over_in_beat)
+        long_payload = becomes_long | (consume & tlast & in_one & over_in_beat)
         q_ge_mask = _thermometer_from(m, q_align, n, "q_ge_mask")
         q_end_mask = wire(m, Cat(*(i <= q_last_out for i in range(n))), n, "q_end_mask")
 
-        with m.If(go):
+        # The W register: payload loaded whenever it is free (a beat not taken by the memory
+        # is held; when free and no beat goes, wvalid falls and the payload is unused), so
+        # only wvalid waits for go.
+        with m.If(w_free):
             m.d.sync += [
-                self.m_axi.wvalid.eq(1), self.m_axi.wdata.eq(data),
+                self.m_axi.wvalid.eq(go), self.m_axi.wdata.eq(data),
                 self.m_axi.wstrb.eq(strobe & Mux(last_out, end_mask, (1 << n) - 1)),
                 self.m_axi.wlast.eq(last_out | (d_boff == boundary_beats - 1)),
+            ]
+        with m.If(go):
+            m.d.sync += [
                 d_boff.eq(d_boff + 1), out_left.eq(out_left - 1), drain.eq(drain_next),
             ]
-            with m.If(consume):
+            with m.If(need_in):
                 m.d.sync += [in_left.eq(Mux(tlast, 0, in_left - 1)), rot_prev.eq(rot_cur),
-                             rot_prev_keep.eq(rot_keep)]
+                             rot_prev_keep.eq(rot_keep), need_in.eq(~tlast & ~in_one),
+                             in_one.eq(~tlast & (in_left == 2))]
             with m.Else():
                 m.d.sync += rot_prev_keep.eq(0)
-        with m.Elif(self.m_axi.wready):
-            m.d.sync += self.m_axi.wvalid.eq(0)
         with m.If(load):
             m.d.sync += [
                 active.eq(1), d_align.eq(q_align),
@@ -272,6 +317,7 @@ class Placement(wiring.Component):
                 d_last_in_lane.eq(q_last_in), d_boff.eq(q_boff),
                 out_left.eq(Mux(q_place, q_out_beats, 0)), in_left.eq(Mux(q_place, q_in_beats, 0)),
                 drain.eq(~q_place), rot_prev_keep.eq(0),
+                need_in.eq(q_place), in_one.eq(q_place & (q_in_beats == 1)),
             ]
         with m.Elif(done):
             m.d.sync += active.eq(0)
@@ -298,13 +344,13 @@ class Placement(wiring.Component):
             "long_payload": long_payload,
         }
         for name, addr in COUNTERS.items():
-            cfg.counter(addr, name, events[name], doc=name)
-        busy = active | (g_left != 0) | queue.r_rdy | self.m_axi.awvalid | \
+            cfg.counter(addr, name, events[name], doc=name, registered=True)
+        busy = active | g_busy | queue.r_rdy | self.m_axi.awvalid | \
             self.m_axi.wvalid | (outstanding != 0)
         cfg.ro(INFO["data_width"], "data_width", Const(self.data_width, 32), doc="W")
         cfg.ro(INFO["outstanding"], "outstanding", outstanding, doc="bursts not answered")
         cfg.ro(INFO["status"], "status", busy, doc="bit 0: busy")
-        cfg.finish()
+        cfg.finish(decoded=True)
         return m
 
 

@@ -2,7 +2,7 @@
 """Path building and the control-frame path (NIC transmit; docs/protocol.md 1-4.5, 8); golden model
 ``models/tx_path.py``."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
@@ -12,6 +12,7 @@ from models import layouts
 from models.layouts import (CONTROL_OPCODES, DATA_OPCODES, IMM_OPCODES, IMMDT, METH, RETH, Dscp,
                             Ecn, Opcode)
 from models.packets import PMTU_MAX, frame_length
+from models.records import TX_HEADER as _TX_HEADER_LAYOUT
 from models.tx_path import COUNTERS, MAX_PLANES, MAX_QPS, NIC_PREFIX, PLANE_PREFIX
 from models.usid import DEFAULT_BLOCK, Role
 from rtl.common import records
@@ -39,6 +40,8 @@ OFF_PEER_QPN = 0                  # bits 23..0
 OFF_PEER_HOST = 1                 # bits 31..0
 OFF_PEER_PATH = 2                 # bits 9..0 peer T0 index, bits 25..16 peer host port
 _QP_WORDS = 3
+_FANOUT = 48                      # bits per copy of a wide register's enable and select
+_PATH_FANOUT = 16                 # ... and per copy of the plane, for the path fields
 
 
 def port_addr(plane, word):
@@ -50,6 +53,8 @@ def qp_addr(qp, offset):
     """The word address of ``offset`` in QP ``qp``'s context."""
     return QP_BASE + QP_STRIDE * qp + offset
 
+
+TX_HEADER_NAMES = _TX_HEADER_LAYOUT.names
 
 _ACKREQ_OPCODES = (Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY,
                    Opcode.WRITE_ONLY_IMM)
@@ -91,22 +96,32 @@ class TxPath(wiring.Component):
     Ports
     -----
     ``s_pkt_tdata/tvalid/tready``: data packets (``TX_PACKET``), their payload going separately
-    to the header inserter.
-    ``s_ctrl_tdata/tvalid/tready``: control records (``CONTROL_RECORD``).
+    to the header inserter. ``s_pkt_tready`` is the inverse of a register (high while the input
+    register is empty).
+    ``s_ctrl_tdata/tvalid/tready``: control records (``CONTROL_RECORD``). ``s_ctrl_tready`` is the
+    inverse of a register (high while the control register is empty).
     ``m_req_tdata/tvalid/tready``, ``s_ans_tdata/tvalid/tready``: spray requests and answers
     (``SPRAY_REQUEST``, ``SPRAY_ANSWER``) to and from ``rtl.spray_scheduler.SprayScheduler``.
-    ``plane_ok`` (N bits, in): the planes up with room for a largest frame, given this cycle's
-    ``m_frame`` handshake (the plane splitter's ``plane_ok``).
+    ``s_ans_tready`` depends on registers and ``s_ans_tdata.found`` only. ``m_req`` is the one
+    output not taken straight from registers: a request is presented in the cycle it is decided
+    (from registers, ``plane_ok`` and, for the next packet's request in an answer's cycle,
+    ``s_ans_tvalid`` and ``found``), and held, valid and payload, until taken. No ready
+    depends on another port's ready.
+    ``plane_ok`` (N bits, in): the planes up with room for a largest frame (the plane splitter's
+    ``plane_ok``).
     ``plane_up`` (N bits, in): the planes up (the plane splitter's ``plane_up``).
     ``tick_count`` (32 bits, in): the tick counter, copied into each send record (its value in
-    the cycle the packet's records are first presented on ``m_frame``).
+    the cycle the packet's answer is taken, the decision).
     ``m_hdr_tdata/tvalid/tready``: header records (``TX_HEADER``), to the header inserter.
     ``m_send_tdata/tvalid/tready``: one ``SEND_RECORD`` per data packet (``flushed`` = 0).
-    ``m_frame_tdata/tvalid/tready``: one ``PLANE_FRAME`` record per frame, to the plane splitter,
-    presented in the cycle its header is decided (not registered: the splitter reserves the
-    frame's room when it takes it, and ``plane_ok`` follows in the same cycle).
+    ``m_frame_tdata/tvalid/tready``: one ``PLANE_FRAME`` record per frame, to the plane splitter
+    (which reserves the frame's room when it takes it). Valid and payload are registers, held
+    until taken; a frame's header (and, for a data frame, its send record) becomes valid on
+    ``m_hdr`` (``m_send``) in the cycle after its plane frame record is taken, so the header
+    inserter never starts a frame whose room is not reserved.
     ``cfg_addr`` (16 bits) ``/cfg_wdata/cfg_we/cfg_rdata``: configuration port (read latency 1,
-    unmapped words read 0, counters 32 bits, wrapping, cleared when written).
+    unmapped words read 0, counters 32 bits, wrapping, cleared when written; a count shows one
+    cycle after its event).
     ``clk``, ``rst``: the ``sync`` domain.
 
     Configuration map (word addresses)
@@ -128,9 +143,10 @@ class TxPath(wiring.Component):
     ==================  ====  =================================================================
 
     The QP contexts live in a memory (not reset); load a QP's context, then set its enable bit.
-    A context is read when a packet or control record of the QP is taken: change it only while
-    the QP is quiet. A QP must also be enabled in the spray scheduler: a data packet of a QP
-    enabled here only is answered ``found`` = 0 again and again (it waits).
+    A packet's or control record's enable bit is read when it is taken into the block, its
+    context when its request is first taken (a packet) or when it is taken (a control record):
+    change them only while the QP is quiet. A QP must also be enabled in the spray scheduler: a
+    data packet of a QP enabled here only is answered ``found`` = 0 again and again (it waits).
 
     Order and priority
     ------------------
@@ -139,22 +155,31 @@ class TxPath(wiring.Component):
     plane is ok, with ``plane_ok`` as it is in that cycle, less the plane of a control record
     waiting (held until the request is taken: that is the ``room_mask`` of its send record); an
     answer with ``found`` = 0 sends the request again (when some plane is ok). A control record
-    waiting goes first: no new request is presented while one waits whose plane is ok (the
-    registered ``plane_ok`` of the previous cycle) or down (the splitter flushes it); it leaves
-    once no request is presented or in flight and the header register is free. A control record
-    of a plane neither ok nor down waits without blocking data to the other planes, and keeps its
-    own plane out of the data requests, so the room a frame leaves there is its own: on a plane
-    kept busy by data, SACKs and NACKs leave as soon as the frames queued ahead of them let them
-    (else data takes every room first, they starve, and the peer's timers fire on healthy paths).
+    waiting goes first: no new request is presented while one waits whose plane is ok or down
+    (``plane_ok`` and ``plane_up`` registered, of the previous cycle: the splitter flushes a
+    record of a plane down); it leaves once no request is presented or in flight and the output
+    registers are empty. A control record of a plane neither ok nor down waits without blocking
+    data to the other planes, and keeps its own plane out of the data requests, so the room a
+    frame leaves there is its own: on a plane kept busy by data, SACKs and NACKs leave as soon as
+    the frames queued ahead of them let them (else data takes every room first, they starve, and
+    the peer's timers fire on healthy paths).
 
     Latency and throughput
     ----------------------
-    A control record: taken in cycle t (context read), its header decided in t+1 at the earliest,
-    valid on ``m_hdr`` in t+2. A data packet: its request is presented in the cycle it arrives
-    (some plane ok, no control waiting), the answer comes 3 cycles after the request is taken, and
-    the header is decided in that cycle (outputs free, ``m_frame`` taken) and valid on ``m_hdr``
-    one cycle later. The next packet's request is presented in the answer's cycle, so decisions
-    come every 3 cycles back to back: one per shortest frame (138 B) on a core up to 512 bits.
+    Every output but ``m_req`` comes from registers, and every ready from registers (and
+    ``s_ans_tready`` from ``found``). A packet is taken into the input register in cycle t (when
+    it is empty); its request is presented in t+1 at the earliest (some plane ok, no control
+    waiting), the answer comes 3 cycles after the
+    request is taken, and the frame is decided in that cycle when the output registers are empty
+    (``m_frame``, ``m_hdr``, ``m_send``): its plane frame record is valid on ``m_frame`` one cycle
+    later, its header and send record one cycle after the record is taken. The next packet's
+    request is presented in the answer's cycle, so decisions come every 3 cycles back to back
+    with every output ready: one per shortest frame (138 B) on a core up to 512 bits. A control
+    record: taken in cycle t (context read), decided in t+1 at the earliest, its plane frame
+    record valid in t+2 and its header in t+3 (when ``m_frame`` takes it at once). A bad packet's
+    drop header is written when nothing is held, no frame or header is in the registers and
+    no control record wants to go, and is valid two cycles after that; one drop every 3 cycles
+    at most.
     """
 
     def __init__(self, n_qps=16, n_planes=8, max_payload=PMTU_MAX):
@@ -205,13 +230,13 @@ class TxPath(wiring.Component):
             cfg.ro(addr, name, Const(getattr(self, name), 32))
         count = {name: Signal(name=f"count_{name}") for name in COUNTERS}
         for name, addr in COUNTERS.items():
-            cfg.counter(addr, name, count[name])
+            cfg.counter(addr, name, count[name], registered=True)
 
         # The QP contexts: three 32-bit words per QP in one memory with 32-bit write lanes.
         m.submodules.ctx_mem = ctx_mem = Memory(shape=32 * _QP_WORDS, depth=nq, init=[])
         ctx_wp = ctx_mem.write_port(granularity=32)
-        rp_data = ctx_mem.read_port()          # the context of the packet taken
-        rp_ctrl = ctx_mem.read_port()          # the context of the control record taken
+        rp_data = ctx_mem.read_port()          # the context of the packet held
+        rp_ctrl = ctx_mem.read_port()          # the context of the control record held
         rp_cfg = ctx_mem.read_port()           # configuration read-back
         addr, wdata = self.cfg_addr, self.cfg_wdata
         in_qps = (addr >= QP_BASE) & (addr < QP_BASE + QP_STRIDE * nq)
@@ -238,71 +263,104 @@ class TxPath(wiring.Component):
             return (qpn < nq) & qp_enable.bit_select(qpn[:qb], 1)
 
         # --- output registers --------------------------------------------------------------------
-        hdr_valid, send_valid = Signal(), Signal()
-        m.d.comb += [self.m_hdr.valid.eq(hdr_valid), self.m_send.valid.eq(send_valid)]
-        hdr_free = ~hdr_valid | self.m_hdr.ready
-        send_free = ~send_valid | self.m_send.ready
+        # m_frame: valid and record in registers, held until taken. A frame is decided (the
+        # record loaded, the header and send record written into their registers beside it) only
+        # while all three registers are empty, so that nothing but the record's own handshake
+        # can follow: its header and send record become valid when it is taken, and nothing is
+        # ever withdrawn. Every condition below is a register: no ready passes through.
+        frame_valid, hdr_valid, send_valid = Signal(), Signal(), Signal()
+        frame = self.m_frame.p
+        frame_take = frame_valid & self.m_frame.ready
+        m.d.comb += [
+            self.m_frame.valid.eq(frame_valid),
+            self.m_hdr.valid.eq(hdr_valid),
+            self.m_send.valid.eq(send_valid),
+            # The send record is the plane frame record's: m_frame is not loaded again before
+            # the send record is taken.
+            self.m_send.p.eq(frame.send),
+        ]
+        outputs_empty = Signal()
+        m.d.comb += outputs_empty.eq(~frame_valid & ~hdr_valid & ~send_valid)
 
-        # --- data packets: the request channel ---------------------------------------------------
+        # --- data packets: the input register ----------------------------------------------------
         pkt, ans = self.s_pkt.p, self.s_ans.p
-        held = Signal()                     # a good packet is held (its request taken once)
-        d = Signal(records.TX_PACKET)       # the packet held
-        d_room = Signal(npl)                # the plane_ok its last request carried
-        inflight = Signal()                 # a request is taken, its answer not yet
-        need_req = Signal()                 # the held packet needs another request
-        presenting = Signal()               # a request is presented, not yet taken
-        pres_new = Signal()                 # ... for the packet at s_pkt (else the held one)
-        pres_ok = Signal(npl)
-
+        p_valid = Signal()                  # a packet waits in the input register
+        p = Signal(records.TX_PACKET)
+        p_shape_ok = Signal()               # judged when it was taken
+        p_good = Signal()
+        p_bytes = Signal(16)                # its frame length
         is_data_op = Signal()
         with m.Switch(pkt.opcode):
             with m.Case(*DATA_OPCODES):
                 m.d.comb += is_data_op.eq(1)
+        in_imm = Signal()
+        with m.Switch(pkt.opcode):
+            with m.Case(*IMM_OPCODES):
+                m.d.comb += in_imm.eq(1)
         pkt_shape_ok = is_data_op & (pkt.length <= self.max_payload)
-        pkt_good = pkt_shape_ok & enabled(pkt.qpn)
+        pkt_take = self.s_pkt.valid & ~p_valid
+        m.d.comb += self.s_pkt.ready.eq(~p_valid)
+        p_leave = Signal()
+        with m.If(pkt_take):
+            m.d.sync += [
+                p_valid.eq(1), p.eq(pkt), p_shape_ok.eq(pkt_shape_ok),
+                p_good.eq(pkt_shape_ok & enabled(pkt.qpn)),
+                p_bytes.eq(Mux(in_imm, frame_length(Opcode.WRITE_ONLY_IMM, 0),
+                               frame_length(Opcode.WRITE_ONLY, 0)) +
+                           (((pkt.length + 3) >> 2) << 2)),
+            ]
+        with m.Elif(p_leave):
+            m.d.sync += p_valid.eq(0)
 
-        ans_found = ans.found
-        data_cand = Signal()                # the answer found a slot and the outputs are free
-        data_done = Signal()                # ... and its records go out this cycle
+        # --- data packets: the request channel ---------------------------------------------------
+        held = Signal()                     # a good packet is held (its request taken once)
+        d = Signal(records.TX_PACKET)       # the packet held
+        d_bytes = Signal(16)
+        d_room = Signal(npl)                # the plane_ok its last request carried
+        inflight = Signal()                 # a request is taken, its answer not yet
+        need_req = Signal()                 # the held packet needs another request
+        presenting = Signal()               # a request is presented, not yet taken
+        pres_new = Signal()                 # ... for the packet in the input register
+        pres_ok = Signal(npl)
+
+        data_go = Signal()                  # the answer found a slot: the data frame is decided
         m.d.comb += [
-            data_cand.eq(inflight & self.s_ans.valid & ans_found & hdr_free & send_free),
-            data_done.eq(data_cand & self.m_frame.ready),
-            self.s_ans.ready.eq(inflight & (~ans_found | (data_cand & self.m_frame.ready))),
+            data_go.eq(inflight & self.s_ans.valid & ans.found & outputs_empty),
+            self.s_ans.ready.eq(inflight & (~ans.found | outputs_empty)),
         ]
-        retry_now = inflight & self.s_ans.valid & ~ans_found
+        retry_now = inflight & self.s_ans.valid & ~ans.found
 
         # --- control records ---------------------------------------------------------------------
         ctrl = self.s_ctrl.p
         c_valid = Signal()
         c = Signal(records.CONTROL_RECORD)
         c_plane = c.ev[:4]
-        plane_ok_q = Signal(npl)
-        m.d.sync += plane_ok_q.eq(self.plane_ok)
-        c_op_ok = Signal()
-        with m.Switch(c.opcode):
+        in_op_ok = Signal()
+        with m.Switch(ctrl.opcode):
             with m.Case(*CONTROL_OPCODES):
-                m.d.comb += c_op_ok.eq(1)
-        c_qp_ok = enabled(c.qpn)
-        c_plane_ok = c_plane < npl
-        c_good = c_op_ok & c_qp_ok & c_plane_ok
-        c_room = (plane_ok_q | ~self.plane_up).bit_select(c_plane[:plw], 1)
-        ctrl_hold = Signal()                # its plane frame record is presented, not yet taken
-        ctrl_wants = c_valid & c_good & (c_room | ctrl_hold)
-        ctrl_cand = ctrl_wants & ~presenting & ~inflight & hdr_free
-        ctrl_fire = ctrl_cand & self.m_frame.ready
-        c_drop = c_valid & ~c_good
-        c_done = ctrl_fire | c_drop
-        m.d.comb += self.s_ctrl.ready.eq(~c_valid | c_done)
-        ctrl_take = self.s_ctrl.valid & self.s_ctrl.ready
+                m.d.comb += in_op_ok.eq(1)
+        c_op_ok, c_qp_ok, c_plane_ok = Signal(), Signal(), Signal()   # judged when taken
+        c_good = Signal()
+        c_room = Signal()                   # its plane ok or down (registered)
+        ctrl_take = self.s_ctrl.valid & ~c_valid
+        m.d.comb += self.s_ctrl.ready.eq(~c_valid)
         m.d.comb += [rp_ctrl.addr.eq(ctrl.qpn[:qb]), rp_ctrl.en.eq(ctrl_take)]
+        room_plane = Mux(ctrl_take, ctrl.ev[:plw], c.ev[:plw])
+        m.d.sync += c_room.eq((self.plane_ok | ~self.plane_up).bit_select(room_plane, 1))
+        ctrl_wants = Signal()
+        m.d.comb += ctrl_wants.eq(c_valid & c_good & c_room)
+        ctrl_go = Signal()
+        drop_go = Signal()                  # a bad packet's drop header is written
+        m.d.comb += ctrl_go.eq(ctrl_wants & ~presenting & ~inflight & outputs_empty & ~drop_go)
+        c_drop = c_valid & ~c_good
         with m.If(ctrl_take):
-            m.d.sync += [c_valid.eq(1), c.eq(ctrl)]
-        with m.Elif(c_done):
+            m.d.sync += [
+                c_valid.eq(1), c.eq(ctrl), c_op_ok.eq(in_op_ok), c_qp_ok.eq(enabled(ctrl.qpn)),
+                c_plane_ok.eq(ctrl.ev[:4] < npl),
+                c_good.eq(in_op_ok & enabled(ctrl.qpn) & (ctrl.ev[:4] < npl)),
+            ]
+        with m.Elif(ctrl_go | c_drop):
             m.d.sync += c_valid.eq(0)
-        with m.If(ctrl_cand & ~self.m_frame.ready):
-            m.d.sync += ctrl_hold.eq(1)
-        with m.Elif(ctrl_fire):
-            m.d.sync += ctrl_hold.eq(0)
 
         # --- requests ----------------------------------------------------------------------------
         # A control record waiting keeps its plane out of the data requests: the room a frame
@@ -312,29 +370,28 @@ class TxPath(wiring.Component):
             m.d.comb += ctrl_plane.eq((Const(1, npl) << c_plane[:plw])[:npl])
         ok_now = Signal(npl)
         m.d.comb += ok_now.eq(self.plane_ok & ~ctrl_plane)
-        block_req = ctrl_wants
-        free_after = ~held | data_done
+        free_after = Signal()               # no packet held after this cycle but a new one
+        m.d.comb += free_after.eq(~held | data_go)
         start_new = Signal()
         start_retry = Signal()
         m.d.comb += [
-            start_new.eq(~presenting & free_after & self.s_pkt.valid & pkt_good &
-                         (ok_now != 0) & ~block_req),
+            start_new.eq(~presenting & free_after & p_valid & p_good & (ok_now != 0) &
+                         ~ctrl_wants),
             start_retry.eq(~presenting & held & (need_req | retry_now) & (ok_now != 0) &
-                           ~block_req),
+                           ~ctrl_wants),
         ]
         from_new = Mux(presenting, pres_new, start_new)
         req_ok = Mux(presenting, pres_ok, ok_now)
         req = self.m_req.p
         m.d.comb += [
             self.m_req.valid.eq(presenting | start_new | start_retry),
-            req.qpn.eq(Mux(from_new, pkt.qpn, d.qpn)),
+            req.qpn.eq(Mux(from_new, p.qpn, d.qpn)),
             req.plane_ok.eq(req_ok),
-            req.avoid_valid.eq(Mux(from_new, pkt.avoid_valid, d.avoid_valid)),
-            req.avoid_ev.eq(Mux(from_new, pkt.avoid_ev, d.avoid_ev)),
+            req.avoid_valid.eq(Mux(from_new, p.avoid_valid, d.avoid_valid)),
+            req.avoid_ev.eq(Mux(from_new, p.avoid_ev, d.avoid_ev)),
         ]
         req_fire = self.m_req.valid & self.m_req.ready
         take_new = req_fire & from_new
-        m.d.comb += [rp_data.addr.eq(pkt.qpn[:qb]), rp_data.en.eq(take_new)]
         with m.If(req_fire):
             m.d.sync += [presenting.eq(0), inflight.eq(1), need_req.eq(0), d_room.eq(req_ok)]
         with m.Elif(self.m_req.valid):
@@ -344,21 +401,22 @@ class TxPath(wiring.Component):
         with m.If(retry_now & ~req_fire):
             m.d.sync += need_req.eq(1)
         with m.If(take_new):
-            m.d.sync += [held.eq(1), d.eq(pkt)]
-        with m.Elif(data_done):
+            m.d.sync += held.eq(1)
+        with m.Elif(data_go):
             m.d.sync += held.eq(0)
 
-        # Bad packets: a drop header (opcode 0, the packet's length) when nothing is held.
-        drop_go = ~held & ~presenting & self.s_pkt.valid & ~pkt_good & hdr_free & ~ctrl_fire
-        m.d.comb += self.s_pkt.ready.eq(take_new | drop_go)
+        # Bad packets: a drop header (opcode 0, the packet's length) when nothing is held, in two
+        # steps: armed in cycle t (no frame and no header in the registers, no control record
+        # wanting to go), written in t+1 (``drop_go`` is that register; nothing else can have
+        # moved: a bad packet takes no request, and control records wait for it).
+        drop_arm = (p_valid & ~p_good & ~held & ~presenting & ~frame_valid & ~hdr_valid &
+                    ~ctrl_wants & ~drop_go)
+        m.d.sync += drop_go.eq(drop_arm)
+        m.d.comb += p_leave.eq(take_new | drop_go)
 
         # --- path building -----------------------------------------------------------------------
-        data_sel = data_cand                 # else the control record
-        ev = Mux(data_sel, ans.ev, c.ev)
-        plane = ev[:4]
-        ctx_d, ctx_c = context(rp_data), context(rp_ctrl)
-        ctx = {k: Mux(data_sel, ctx_d[k], ctx_c[k]) for k in ctx_d}
-        opcode = Mux(data_sel, d.opcode, c.opcode)
+        # A data frame is decided only with an answer in flight, a control frame only without:
+        # the selection is the register ``inflight`` (or a copy of it, see below).
         is_imm = Signal()
         is_last = Signal()
         with m.Switch(d.opcode):
@@ -368,97 +426,216 @@ class TxPath(wiring.Component):
             with m.Case(*_ACKREQ_OPCODES):
                 m.d.comb += is_last.eq(1)
         probe = c.opcode == Opcode.PROBE
-        j = ev[4:12]
-        one_t0 = own_t0 == ctx["peer_t0"]
-        u_t0_own = _usid(plane, Role.T0, own_t0)
-        u_t1 = _usid(plane, Role.T1, j)
-        u_t0_peer = _usid(plane, Role.T0, ctx["peer_t0"])
-        u_host = _usid(plane, Role.HOST, ctx["peer_port"])
-        carrier = Mux(one_t0, Cat(Const(0, 64), u_host, u_t0_own, block),
-                      Cat(Const(0, 32), u_host, u_t0_peer, u_t1, u_t0_own, block))
         data_ext = Cat(pack(METH, rqmsn=d.rqmsn, msn=d.msn),
                        pack(RETH, va=d.va, rkey=d.rkey, dma_length=d.dma_length),
                        Mux(is_imm, pack(IMMDT, imm=d.imm), 0))
-        # The tick of a data packet: the counter in the cycle its records are first presented
-        # (held while m_frame waits, so that the record stays stable).
-        frame_hold = Signal()
-        tick_held = Signal(32)
-        tick = Mux(frame_hold, tick_held, self.tick_count)
-        m.d.sync += [frame_hold.eq(data_cand & ~self.m_frame.ready), tick_held.eq(tick)]
-        header = Signal(records.TX_HEADER)
-        m.d.comb += [
-            header.eth_dst.eq(Array(dst_mac)[plane[:plw]]),
-            header.eth_src.eq(Array(src_mac)[plane[:plw]]),
-            header.dscp.eq(Mux(data_sel, Mux(d.rtx, Dscp.TRIMMABLE_RETX, Dscp.TRIMMABLE),
-                               Mux(probe, Dscp.TRIMMABLE, Dscp.CONTROL))),
-            header.ecn.eq(Mux(data_sel | probe, Ecn.ECT0, Ecn.NOT_ECT)),
-            header.flow_label.eq(ev[:16]),
-            header.hop_limit.eq(layouts.HOP_LIMIT_DEFAULT),
-            header.outer_src.eq(Cat(own_host, Const(0, 48), plane, Const(0, 28),
-                                    Const(PLANE_PREFIX >> 112, 16))),
-            header.outer_dst.eq(carrier),
-            header.inner_src.eq(Cat(own_host, Const(0, 64), Const(NIC_PREFIX >> 96, 32))),
-            header.inner_dst.eq(Cat(ctx["peer_host"], Const(0, 64), Const(NIC_PREFIX >> 96, 32))),
-            header.udp_sport.eq(ev[16:]),
-            header.opcode.eq(opcode),
-            header.dest_qpn.eq(ctx["peer_qpn"]),
-            header.ackreq.eq(data_sel & is_last),
-            header.rtx.eq(data_sel & d.rtx),
-            header.psn.eq(Mux(data_sel, d.psn, 0)),
-            header.ext.eq(Mux(data_sel, data_ext, c.ext)),
-            header.length.eq(Mux(data_sel, d.length, 0)),
-        ]
-        send = Signal(records.SEND_RECORD)
-        m.d.comb += [
-            send.qpn.eq(Mux(data_sel, d.qpn, c.qpn)), send.psn.eq(Mux(data_sel, d.psn, 0)),
-            send.ev.eq(ev), send.plane.eq(plane),
-            send.slot.eq(Mux(data_sel, ans.slot, 0)),
-            send.req_id.eq(Mux(data_sel, d.req_id, 0)),
-            send.offset.eq(Mux(data_sel, d.offset, 0)),
-            send.length.eq(Mux(data_sel, d.length, 0)),
-            send.tick.eq(Mux(data_sel, tick, 0)),
-            send.room_mask.eq(Mux(data_sel, d_room, 0)),
-            send.rtx.eq(data_sel & d.rtx), send.last.eq(data_sel & is_last),
-        ]
-        data_bytes = Mux(is_imm, frame_length(Opcode.WRITE_ONLY_IMM, 0),
-                         frame_length(Opcode.WRITE_ONLY, 0)) + (((d.length + 3) >> 2) << 2)
+        ctx_d, ctx_c = context(rp_data), context(rp_ctrl)
         ctrl_bytes = Signal(16)
         with m.Switch(c.opcode):
             for op in CONTROL_OPCODES:
                 with m.Case(op):
                     m.d.comb += ctrl_bytes.eq(frame_length(op, 0))
-        frame = self.m_frame.p
-        m.d.comb += [
-            self.m_frame.valid.eq(data_cand | ctrl_cand),
-            frame.plane.eq(plane), frame.frame_bytes.eq(Mux(data_sel, data_bytes, ctrl_bytes)),
-            frame.data.eq(data_sel), frame.send.eq(send.as_value()),
-        ]
+
+        # The header in two steps. Step 1, in the decision cycle: every field but those of the
+        # path, and the EV and the peer's T0 and port (``path_*``). Step 2, one cycle later (the
+        # header is valid two cycles after the decision at the earliest): the path fields (MACs,
+        # outer addresses, flow label, UDP source port) from those registers.
+        path_ev = Signal(32)
+        path_t0 = Signal(10)
+        path_port = Signal(10)
+        j = path_ev[4:12]
+        one_t0 = own_t0 == path_t0
+
+        def path_values(plane2, onehot):
+            """The path fields from the path registers, ``plane2`` a copy of ``path_ev[:4]`` and
+            ``onehot`` its plane decoded (the MACs' AND-OR multiplexers)."""
+            def mac(table):
+                value = 0
+                for q in range(npl):
+                    value = value | Mux(onehot[q], table[q], 0)
+                return value
+
+            u_t0_own = _usid(plane2, Role.T0, own_t0)
+            u_t1 = _usid(plane2, Role.T1, j)
+            u_t0_peer = _usid(plane2, Role.T0, path_t0)
+            u_host = _usid(plane2, Role.HOST, path_port)
+            carrier = Mux(one_t0, Cat(Const(0, 64), u_host, u_t0_own, block),
+                          Cat(Const(0, 32), u_host, u_t0_peer, u_t1, u_t0_own, block))
+            return {
+                "eth_dst": mac(dst_mac),
+                "eth_src": mac(src_mac),
+                "flow_label": path_ev[:16],
+                "outer_src": Cat(own_host, Const(0, 48), plane2, Const(0, 28),
+                                 Const(PLANE_PREFIX >> 112, 16)),
+                "outer_dst": carrier,
+                "udp_sport": path_ev[16:],
+            }
+
+        PATH_FIELDS = ("eth_dst", "eth_src", "flow_label", "outer_src", "outer_dst", "udp_sport")
+
+        def step1(sel):
+            """The step-1 fields of the header, the path registers' inputs and the plane frame
+            record, with ``sel`` (a copy of ``inflight``) selecting data or control."""
+            ev = Mux(sel, ans.ev, c.ev)
+            plane = ev[:4]
+            ctx = {k: Mux(sel, ctx_d[k], ctx_c[k]) for k in ctx_d}
+            fields = {
+                "dscp": Mux(sel, Mux(d.rtx, Dscp.TRIMMABLE_RETX, Dscp.TRIMMABLE),
+                            Mux(probe, Dscp.TRIMMABLE, Dscp.CONTROL)),
+                "ecn": Mux(sel | probe, Ecn.ECT0, Ecn.NOT_ECT),
+                "hop_limit": Const(layouts.HOP_LIMIT_DEFAULT, 8),
+                "inner_src": Cat(own_host, Const(0, 64), Const(NIC_PREFIX >> 96, 32)),
+                "inner_dst": Cat(ctx["peer_host"], Const(0, 64), Const(NIC_PREFIX >> 96, 32)),
+                "opcode": Mux(sel, d.opcode, c.opcode),
+                "dest_qpn": ctx["peer_qpn"],
+                "ackreq": sel & is_last,
+                "rtx": sel & d.rtx,
+                "psn": Mux(sel, d.psn, 0),
+                "ext": Mux(sel, data_ext, c.ext),
+                "length": Mux(sel, d.length, 0),
+            }
+            send = Signal(records.SEND_RECORD)
+            m.d.comb += [
+                send.qpn.eq(Mux(sel, d.qpn, c.qpn)), send.psn.eq(Mux(sel, d.psn, 0)),
+                send.ev.eq(ev), send.plane.eq(plane),
+                send.slot.eq(Mux(sel, ans.slot, 0)),
+                send.req_id.eq(Mux(sel, d.req_id, 0)),
+                send.offset.eq(Mux(sel, d.offset, 0)),
+                send.length.eq(Mux(sel, d.length, 0)),
+                send.tick.eq(Mux(sel, self.tick_count, 0)),
+                send.room_mask.eq(Mux(sel, d_room, 0)),
+                send.rtx.eq(sel & d.rtx), send.last.eq(sel & is_last),
+            ]
+            record = Signal(records.PLANE_FRAME)
+            m.d.comb += [
+                record.plane.eq(plane), record.frame_bytes.eq(Mux(sel, d_bytes, ctrl_bytes)),
+                record.data.eq(sel), record.send.eq(send.as_value()),
+            ]
+            path_in = Cat(ev, ctx["peer_t0"], ctx["peer_port"])
+            return fields, path_in, record.as_value()
+
+        # The payload registers follow the decision logic while they are free ("open"):
+        # m_hdr's while neither the plane frame record nor a header is valid, m_frame's (and so
+        # m_send's) while neither the record nor a send record is valid. In the cycle a frame is
+        # decided every output is empty, so they take its records then and hold them until
+        # taken; a drop header is written likewise (selected by the register ``drop_go``).
+        frame_load = data_go | ctrl_go
+        frame_valid_next = frame_load | (frame_valid & ~self.m_frame.ready)
+        hdr_valid_next = frame_take | drop_go | (hdr_valid & ~self.m_hdr.ready)
+        send_valid_next = (frame_take & frame.data) | (send_valid & ~self.m_send.ready)
+        m.d.sync += [frame_valid.eq(frame_valid_next), hdr_valid.eq(hdr_valid_next),
+                     send_valid.eq(send_valid_next)]
+        ans_take = self.s_ans.ready & self.s_ans.valid
+        hdr = self.m_hdr.p
+
+        # The enables and selects of these wide registers fan out from flip-flops, one set per
+        # group of about _FANOUT bits: each copy's next value is selected by the copy itself (so
+        # that synthesis keeps them apart: no enable to extract and share), and equals the
+        # single register it stands for:
+        #   sel_k       inflight;
+        #   hdr_open_k  ~frame_valid & ~hdr_valid (step 1 writes);
+        #   path_open_k hdr_open of the cycle before & ~hdr_valid (step 2 writes);
+        #   frame_open_k ~frame_valid & ~send_valid (m_frame's payload writes);
+        #   drop_k      drop_go;
+        #   plane_k     path_ev[:4], and decoded (for the path fields, per _PATH_FANOUT bits).
+        def bits(value):
+            return value.as_value() if hasattr(value, "as_value") else Value.cast(value)
 
         drop_header = Signal(records.TX_HEADER)
-        m.d.comb += drop_header.length.eq(pkt.length)
-        with m.If(data_done | ctrl_fire):
-            m.d.sync += [hdr_valid.eq(1), self.m_hdr.p.eq(header)]
-        with m.Elif(drop_go):
-            m.d.sync += [hdr_valid.eq(1), self.m_hdr.p.eq(drop_header)]
-        with m.Elif(self.m_hdr.ready):
-            m.d.sync += hdr_valid.eq(0)
-        with m.If(data_done):
-            m.d.sync += [send_valid.eq(1), self.m_send.p.eq(send)]
-        with m.Elif(self.m_send.ready):
-            m.d.sync += send_valid.eq(0)
+        m.d.comb += drop_header.length.eq(p.length)
 
-        # --- counters ----------------------------------------------------------------------------
+        pieces = []                         # (kind, field, bits lo, hi)
+        for name in TX_HEADER_NAMES:
+            width = len(bits(getattr(hdr, name)))
+            step = _PATH_FANOUT if name in PATH_FIELDS else _FANOUT
+            for lo in range(0, width, step):
+                hi = min(lo + step, width)
+                pieces.append(("path" if name in PATH_FIELDS else "step1", name, lo, hi))
+        for lo in range(0, len(frame.as_value()), _FANOUT):
+            pieces.append(("frame", None, lo, min(lo + _FANOUT, len(frame.as_value()))))
+        pieces.append(("path_in", None, 0, 52))
+        path_regs = Cat(path_ev, path_t0, path_port)
+
+        for k, (kind, name, lo, hi) in enumerate(pieces):
+            sel_k = Signal(name=f"sel_copy{k}")
+            drop_k = Signal(name=f"drop_copy{k}")
+            open_k = Signal(init=1, name=f"open_copy{k}")
+            m.d.sync += [
+                sel_k.eq(Mux(sel_k, req_fire | ~ans_take, req_fire)),
+                drop_k.eq(Mux(drop_k, 0, drop_arm)),
+            ]
+            if kind == "frame":
+                m.d.sync += open_k.eq(Mux(open_k, ~frame_load,
+                                          ~frame_valid_next & ~send_valid_next))
+            else:
+                hopen_k = Signal(init=1, name=f"hdr_open_copy{k}")
+                m.d.sync += hopen_k.eq(Mux(hopen_k, ~frame_load & ~drop_go,
+                                           ~frame_valid_next & ~hdr_valid_next))
+                if kind == "path":
+                    m.d.sync += open_k.eq(hopen_k & ~hdr_valid_next)
+                else:
+                    m.d.comb += open_k.eq(hopen_k)
+            fields, path_in, record = step1(sel_k)
+            if kind == "step1":
+                target = bits(getattr(hdr, name))[lo:hi]
+                value = Mux(drop_k, bits(getattr(drop_header, name))[lo:hi],
+                            bits(fields[name])[lo:hi])
+            elif kind == "path":
+                target = bits(getattr(hdr, name))[lo:hi]
+                # its own copy of the plane (the MAC multiplexers' select fans out widely)
+                plane_k = Signal(4, name=f"plane_copy{k}")
+                onehot_k = Signal(npl, name=f"plane_onehot_copy{k}")
+                with m.If(hopen_k):
+                    m.d.sync += [plane_k.eq(path_in[:4]),
+                                 onehot_k.eq((Const(1, npl) << path_in[:plw])[:npl])]
+                value = Mux(drop_k, 0, bits(path_values(plane_k, onehot_k)[name])[lo:hi])
+            elif kind == "frame":
+                target, value = frame.as_value()[lo:hi], record[lo:hi]
+            else:
+                target, value = path_regs, path_in
+            with m.If(open_k):
+                m.d.sync += target.eq(value)
+
+        # The held packet (and its context) follow the input register while none is held or the
+        # held one is decided (``free_after``): when the request of the one waiting there is
+        # taken, they are its. The enable is built per group of _FANOUT bits from copies of
+        # ``held``, ``inflight`` and "every output empty" (self-reading, as above).
+        m.d.comb += rp_data.addr.eq(p.qpn[:qb])
+        d_bits = Cat(d.as_value(), d_bytes)
+        p_bits = Cat(p.as_value(), p_bytes)
+        groups = [(d_bits[lo:min(lo + _FANOUT, len(d_bits))], p_bits[lo:min(lo + _FANOUT,
+                                                                             len(p_bits))])
+                  for lo in range(0, len(d_bits), _FANOUT)]
+        groups.append((None, None))        # the context read port's enable
+        outputs_empty_next = ~frame_valid_next & ~hdr_valid_next & ~send_valid_next
+        for k, (target, value) in enumerate(groups):
+            held_k = Signal(name=f"held_copy{k}")
+            infl_k = Signal(name=f"inflight_copy{k}")
+            empty_k = Signal(init=1, name=f"empty_copy{k}")
+            m.d.sync += [
+                held_k.eq(Mux(held_k, take_new | ~data_go, take_new)),
+                infl_k.eq(Mux(infl_k, req_fire | ~ans_take, req_fire)),
+                empty_k.eq(Mux(empty_k, ~frame_load & ~drop_go, outputs_empty_next)),
+            ]
+            free_k = ~held_k | (infl_k & self.s_ans.valid & ans.found & empty_k)
+            if target is None:
+                m.d.comb += rp_data.en.eq(free_k)
+            else:
+                with m.If(free_k):
+                    m.d.sync += target.eq(value)
+
+        # --- counters (registered: a count shows one cycle after its event) ----------------------
         m.d.comb += [
             count["packets_in"].eq(take_new | drop_go),
-            count["data_sent"].eq(data_done),
+            count["data_sent"].eq(data_go),
             count["retries"].eq(retry_now),
-            count["drop_packet"].eq(drop_go & ~pkt_shape_ok),
-            count["drop_packet_qp"].eq(drop_go & pkt_shape_ok),
+            count["drop_packet"].eq(drop_go & ~p_shape_ok),
+            count["drop_packet_qp"].eq(drop_go & p_shape_ok),
             count["controls_in"].eq(ctrl_take),
-            count["controls_sent"].eq(ctrl_fire),
+            count["controls_sent"].eq(ctrl_go),
             count["drop_control"].eq(c_drop & ~c_op_ok),
             count["drop_control_qp"].eq(c_drop & c_op_ok & ~c_qp_ok),
             count["drop_control_plane"].eq(c_drop & c_op_ok & c_qp_ok & ~c_plane_ok),
         ]
-        cfg.finish()
+        cfg.finish(decoded=True)
         return m

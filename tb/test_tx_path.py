@@ -14,9 +14,10 @@ outputs backpressure at random and the sources idle at random.
 Checked: every header, send record and plane frame record equals the model's (data records with
 the bench's choice, the ``plane_ok`` the request carried, which must be the input's in the cycle
 the request was first presented less the plane of a control record waiting (``ctrl_plane``), and
-the tick counter of the answer's cycle), control headers in
-their order and data headers in theirs; one request in flight at most; requests and plane frame
-records stay stable until taken; every counter; every stream empty at the end.
+the tick counter of the cycle the answer is taken), control headers in their order and data
+headers in theirs; one request in flight at most; requests and plane frame records stay stable
+until taken; a header or send record never valid before its plane frame record is taken; every
+counter; every stream empty at the end.
 
 ``perf`` measures back-to-back decisions (cycles between spray requests with the scheduler
 answering after exactly 3 cycles and the outputs always ready).
@@ -146,7 +147,7 @@ class Scheduler:
         self.table = table
         self.latency = latency              # None: random, 3 or more
         self.requests = []                  # (request dict, cycle first presented, plane_ok then)
-        self.found = []                     # (Choice, room_mask) per found answer, in order
+        self.found = []                     # (Choice, room_mask, tick) per found answer
         self.not_found = 0
         self.request_cycles = []
         dut.m_req_tready.value = 0
@@ -180,7 +181,8 @@ class Scheduler:
                 if answer["found"]:
                     choice = Choice(answer["plane"], answer["slot"], answer["ev"],
                                     answer["position"])
-                    self.found.append((choice, req["plane_ok"]))
+                    # the tick counter in the cycle the answer is taken (the decision)
+                    self.found.append((choice, req["plane_ok"], int(dut.tick_count.value)))
                 else:
                     self.not_found += 1
                 presented = None
@@ -232,36 +234,43 @@ async def drive_planes(dut, rng, n_planes, stop):
     dut.plane_ok.value = full
 
 
-async def watch_frames(dut, sink_words, ticks):
-    """m_frame handshakes (the sink's list), its payload stable until taken, and the tick counter
-    when each data record is first presented (``ticks``)."""
+async def watch_frames(dut, sink_words):
+    """m_frame handshakes (the sink's list), its valid and payload stable until taken, and no
+    frame header (opcode not 0) or send record valid but for a plane frame record taken."""
     last = None
+    frames_taken = data_taken = headers_taken = sends_taken = 0
     while True:
         await RisingEdge(dut.clk)
+        if int(dut.m_hdr_tvalid.value) and int(dut.m_hdr_tdata.value) and \
+                TX_HEADER.unpack(int(dut.m_hdr_tdata.value))["opcode"]:
+            assert headers_taken < frames_taken, "a frame header before its plane frame record"
+            headers_taken += int(dut.m_hdr_tready.value)
+        if int(dut.m_send_tvalid.value):
+            assert sends_taken < data_taken, "a send record before its plane frame record"
+            sends_taken += int(dut.m_send_tready.value)
         if int(dut.m_frame_tvalid.value):
             word = int(dut.m_frame_tdata.value)
             if last is not None:
                 assert word == last, "m_frame payload changed before it was taken"
-            elif PLANE_FRAME.unpack(word)["data"]:
-                ticks.append(int(dut.tick_count.value))
             last = None if int(dut.m_frame_tready.value) else word
             if int(dut.m_frame_tready.value):
                 sink_words.append(word)
+                frames_taken += 1
+                data_taken += PLANE_FRAME.unpack(word)["data"]
         else:
             assert last is None, "m_frame_tvalid dropped before the record was taken"
 
 
-def expected_outputs(model, packets, controls, found, ticks):
+def expected_outputs(model, packets, controls, found):
     """The model's headers (data stream and control stream), send and plane frame records."""
     data_headers, sends = [], []
     found = list(found)
-    ticks = list(ticks)
     for pkt in packets:
         drop = model.packet(pkt)
         if drop is not None:
             data_headers.append((drop, None))
             continue
-        (choice, room), tick = found.pop(0), ticks.pop(0)
+        choice, room, tick = found.pop(0)
         result = model.data(pkt, choice, tick, room)
         data_headers.append((result.header, result.plane_frame))
         sends.append(result.send)
@@ -295,8 +304,8 @@ async def tx_path_random(dut):
     await start(dut)
     await configure(cfg, n_planes)
     scheduler = Scheduler(dut, rng, table)
-    frame_words, ticks = [], []
-    cocotb.start_soon(watch_frames(dut, frame_words, ticks))
+    frame_words = []
+    cocotb.start_soon(watch_frames(dut, frame_words))
 
     async def frame_ready():
         while True:
@@ -326,7 +335,7 @@ async def tx_path_random(dut):
         f"{len(hdrs.queue)} headers, the model gives {expected_headers}"
 
     data_expected, control_expected, sends_expected = expected_outputs(
-        model, packets, controls, scheduler.found, ticks)
+        model, packets, controls, scheduler.found)
     frames_expected = []
     for index, word in enumerate(hdrs.queue):
         got = TX_HEADER.unpack(word)
@@ -396,7 +405,7 @@ async def perf(dut):
     cycles = scheduler.request_cycles
     period = (cycles[-1] - cycles[1]) / (len(cycles) - 2)
     assert period == 3, f"{period} cycles per decision"
-    # latency: packet taken (its request taken in the same cycle) to its header taken
+    # latency: packet taken (its request taken in the next cycle) to its header taken
     write_perf(dut, "tx_path", 0, [dict(payload=0, frames=PERF_PACKETS, cycles_per_frame=period,
                                         bytes_per_cycle=0, efficiency=0,
                                         latency=first_out - first_in)])

@@ -693,7 +693,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
 # -- path building (tx_path) ----------------------------------------------------------------------
 
 def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
-                    quiet_config=True, outputs_free_while_frame_waits=True):
+                    quiet_config=True):
     """TxPath (``n_qps`` QPs, N = ``n_planes``): under any data packets and control records
     (any opcode, QP, plane, length), any spray answers (the scheduler's promise assumed: an
     answer only while a request is in flight), any ``plane_ok``, ``plane_up`` and
@@ -711,16 +711,15 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
     Assumed besides: with ``quiet_config`` (default) configuration writes only while no packet
     or control record is offered or inside (``c_valid``, ``held``, ``presenting``,
     ``inflight``): the docstring's "change a context only while the QP is quiet", extended to
-    the enable bits (disabling a QP whose control record is presented on ``m_frame`` withdraws
-    it); with ``outputs_free_while_frame_waits`` (default) the sinks of ``m_hdr`` and
-    ``m_send`` keep their room while a plane frame record waits: ``m_frame_tvalid`` is
-    ``data_cand | ctrl_cand``, which include ``hdr_free = ~hdr_valid | m_hdr_tready`` (and
-    ``send_free``), so without this the block withdraws a record it presented (a stream-rule
-    failure at step 3: the xfail test of ``verif/tests/test_formal_tx_streams.py``).
+    the enable bits. The sinks of ``m_hdr``, ``m_send`` and ``m_frame`` are free: they may
+    drop ready at any cycle. (Before the rebuild of [tx-speed], ``m_frame_tvalid`` followed the
+    header register's room combinationally, and a sink of ``m_hdr`` dropping ready withdrew a
+    plane frame record presented: a stream-rule failure at step 3, found here. ``m_frame`` is
+    a register now, its header and send record follow it a cycle after it is taken.)
 
-    Bounded (BMC ``bmc`` cycles from reset; BMC 9 in about 20 s). A packet's decision follows
-    its request by 3 cycles; there is no frame here (records only), so the 17-beat rule does
-    not apply. Covers: a data frame out, a control frame out, a request sent again after an
+    Bounded (BMC ``bmc`` cycles from reset). A packet's decision follows its request by 3
+    cycles and its plane frame record is out one cycle later (covers need depth 5); there is no
+    frame here (records only), so the 17-beat rule does not apply. Covers: a data frame out, a control frame out, a request sent again after an
     answer with ``found`` = 0, a plane frame record taken after it waited, a drop header out.
     """
     from rtl.tx_path import TxPath
@@ -743,13 +742,6 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
         busy = Cat(*(find_signal(frag, n) for n in ("c_valid", "held", "presenting",
                                                     "inflight"))).any()
         m.d.comb += Assume(~dut.cfg_we | ~(busy | dut.s_pkt.valid | dut.s_ctrl.valid))
-    if outputs_free_while_frame_waits:
-        # m_frame's valid follows the header and send registers' room combinationally
-        # (hdr_free, send_free: a register full whose sink withdraws ready withdraws m_frame):
-        # a sink that keeps ready while the plane frame record waits.
-        waits = past(m, dut.m_frame.valid & ~dut.m_frame.ready, "frame_waits")
-        m.d.comb += Assume(~waits | ((~dut.m_hdr.valid | dut.m_hdr.ready) &
-                                     (~dut.m_send.valid | dut.m_send.ready)))
     data_frames = Signal(8, name="data_frames_out")
     with m.If(frame.fire & dut.m_frame.p.data):
         m.d.sync += data_frames.eq(data_frames + 1)
