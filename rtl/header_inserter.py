@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The MRC header inserter (NIC transmit side): header record + payload stream -> complete frame."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -17,6 +19,9 @@ from rtl.common.headers import lane_bit, pack
 from rtl.common.ports import axis_members, check_width, config_members, record_members
 
 __all__ = ["HeaderInserter"]
+
+_HDR_FANOUT = 64        # header register bits per copy of their enables
+_HSEL_FANOUT = 8        # header word bits per copy of the word select
 
 
 class HeaderInserter(wiring.Component):
@@ -104,18 +109,27 @@ class HeaderInserter(wiring.Component):
     register; ``m_axis`` leaves an output register; ``s_axis.ready`` depends on no input), and
     no stage past stage 1 ever stalls: stage 1 issues a beat only with a credit for it (the
     output buffer's room, returned as beats leave ``m_axis``). Stage 0 decodes the record into
-    its header bytes (130/134/138/150 B, from the layout tables) and frame lengths. Stage 1
-    decides each beat from registered flags only and registers a command (the beat's one-hot
-    header word, the payload lanes taken); stage 1b reads the header word by an AND-OR over the
-    header register; stage 1c makes the beat: the header word, then the payload shifted by
-    ``header bytes mod W/8`` (one of four offsets, so a 4-way byte mux, not a barrel shifter), zero pad and 4 zero
-    placeholder bytes for the ICRC. The ICRC is
-    :class:`rtl.common.crc_pipeline.Crc32Pipeline` (only its 32-bit state in its loop; frame
-    bytes before 54 left out as its ``lead``, the fields of
-    :data:`models.layouts.ICRC_MASKED_BITS` forced to ones in the copy it reads, the zero bytes
-    after the last covered byte as its ``trail``) while the beats wait in a delay line of its
-    latency; its value is written into the placeholders (the last beat, and the next one when
-    it spills), then the beats enter the output buffer.
+    its header bytes (130/134/138/150 B, from the layout tables; their constant bits are the
+    registers' initial values, so constants after synthesis) and frame lengths. Stage 1
+    decides each beat from registered flags only (the next beat's flags computed from
+    registers beside the decision, then chosen by it: the take, the advance, or unchanged) and
+    registers a command (the beat's one-hot header word, the payload lanes taken, whether the
+    beat's payload went wrong); stage 1b reads the header word by an AND-OR over the header
+    register (the one-hot read from copies of the command's, one per 8 bits of the word) and
+    makes the frame's bad flag; stage 1c makes the beat: the header word, then the payload
+    shifted by ``header bytes mod W/8`` (one of four offsets, so a 4-way byte mux, not a barrel
+    shifter), zero pad and 4 zero placeholder bytes for the ICRC. The enables of the header
+    registers (the record's, loaded while ``s_hdr.ready``, and the frame's, loaded the cycle
+    after a take) are registers replicated per 64 bits. The ICRC is
+    :class:`rtl.common.crc_pipeline.Crc32Pipeline` (only its 32-bit state in its loop) over a
+    copy of the beats with the fields of :data:`models.layouts.ICRC_MASKED_BITS` forced to
+    ones, shifted by the frame's zero bytes after its last covered byte in that beat (up to
+    W = 128: nz + 4 * nzq, a 2- or 4-way byte mux; above, the 2 bytes that every frame has
+    there), so that the covered bytes end on a beat boundary of the copy and the CRC undoes
+    no trailing zero bytes (above W = 128, 4 * nzq of them); the bytes before its start (54,
+    plus the shift) are its ``lead``. The beats wait in a delay line of its latency; its value
+    is written into the placeholders (the last beat, and the next one when it spills), then
+    the beats enter the output buffer.
     """
 
     def __init__(self, data_width=64, max_payload=4096, out_depth=None):
@@ -169,6 +183,8 @@ class HeaderInserter(wiring.Component):
             layouts.ICRC_BYTES
         beat_bits = bits_for((t_max - 1) // B)
         nzq_bits = log_b - 2
+        # The CRC reads the beats shifted by crc_shifts[nzq] bytes (stage 2), see there.
+        crc_shifts = self._crc_shifts()
 
         # ---------------------------------------------------- stage 0: the next record, decoded
         rec = self.s_hdr.p
@@ -200,25 +216,35 @@ class HeaderInserter(wiring.Component):
         drop_ctrl_len = known & control & (length != 0)
         drop_oversize = known & ~drop_ctrl_len & (length > self.max_payload)
 
-        header = Cat(
-            pack(layouts.ETH, dst=rec.eth_dst, src=rec.eth_src, ethertype=layouts.ETHERTYPE_IPV6),
-            pack(layouts.IPV6, version=6, dscp=rec.dscp, ecn=rec.ecn, flow_label=rec.flow_label,
-                 payload_length=outer_len, next_header=layouts.NEXT_HEADER_IPV6,
-                 hop_limit=rec.hop_limit, src=rec.outer_src, dst=rec.outer_dst),
-            pack(layouts.IPV6, version=6, dscp=rec.dscp, ecn=rec.ecn, flow_label=rec.flow_label,
-                 payload_length=udp_len, next_header=layouts.NEXT_HEADER_UDP,
-                 hop_limit=layouts.HOP_LIMIT_DEFAULT, src=rec.inner_src, dst=rec.inner_dst),
-            pack(layouts.UDP, sport=rec.udp_sport, dport=layouts.ROCE_UDP_PORT, length=udp_len,
-                 checksum=0),
-            pack(layouts.BTH, opcode=rec.opcode, padcnt=padcnt, pkey=layouts.PKEY_DEFAULT,
-                 dest_qpn=rec.dest_qpn, ackreq=rec.ackreq, rtx=rec.rtx, psn=rec.psn),
-            rec.ext,
-        )
+        def build_header(rec, outer_len, udp_len, padcnt):
+            return Cat(
+                pack(layouts.ETH, dst=rec.eth_dst, src=rec.eth_src,
+                     ethertype=layouts.ETHERTYPE_IPV6),
+                pack(layouts.IPV6, version=6, dscp=rec.dscp, ecn=rec.ecn,
+                     flow_label=rec.flow_label, payload_length=outer_len, next_header=layouts.NEXT_HEADER_IPV6,
+                     hop_limit=rec.hop_limit, src=rec.outer_src, dst=rec.outer_dst),
+                pack(layouts.IPV6, version=6, dscp=rec.dscp, ecn=rec.ecn,
+                     flow_label=rec.flow_label, payload_length=udp_len, next_header=layouts.NEXT_HEADER_UDP,
+                     hop_limit=layouts.HOP_LIMIT_DEFAULT, src=rec.inner_src, dst=rec.inner_dst),
+                pack(layouts.UDP, sport=rec.udp_sport, dport=layouts.ROCE_UDP_PORT,
+                     length=udp_len, checksum=0),
+                pack(layouts.BTH, opcode=rec.opcode, padcnt=padcnt, pkey=layouts.PKEY_DEFAULT,
+                     dest_qpn=rec.dest_qpn, ackreq=rec.ackreq, rtx=rec.rtx, psn=rec.psn),
+                rec.ext,
+            )
+
+        header = build_header(rec, outer_len, udp_len, padcnt)
+        # The header's constant bits (the derived fields' ones: EtherType, versions, ...) as
+        # the registers' initial values, so that synthesis makes them constants.
+        zero_rec = SimpleNamespace(**{name: Const(0, len(getattr(rec, name)))
+                                      for name, _ in records.TX_HEADER})
+        header_init = Const.cast(build_header(zero_rec, Const(0, 16), Const(0, 16),
+                                              Const(0, 2))).value
         assert len(header) == 8 * (layouts.EXT_OFFSET + layouts.MAX_EXT_BYTES)
 
         # The next record's registers (s_hdr.ready is a register: ~n_full).
         n_full = Signal()
-        n_hdr = Signal(hdr_words * W)
+        n_hdr = Signal(hdr_words * W, init=header_init)
         n_good, n_payload = Signal(name="n_good"), Signal(name="n_payload")
         n_drop_opcode, n_drop_ctrl_len, n_drop_oversize = Signal(), Signal(), Signal()
         n_length = Signal(16)
@@ -232,12 +258,16 @@ class HeaderInserter(wiring.Component):
         n_rem = Signal(data.StructLayout({"nz": 1, "more": 1, "expect": B}), name="n_rem")
         n_first = Signal(data.StructLayout({"before": 1, "at": 1, "last": 1, "crc_end": 1}),
                          name="n_first")
+        # Copies of n_full: the header registers' enables (one per _HDR_FANOUT bits), the first
+        # also in the take that loads stage 1's registers (see there).
+        hdr_parts = [slice(base, min(base + _HDR_FANOUT, len(n_hdr)))
+                     for base in range(0, len(n_hdr), _HDR_FANOUT)]
+        full_copies = [Signal(name=f"n_full_copy{k}") for k in range(len(hdr_parts))]
         # Captured in every cycle while empty (the enable is a register, not the input valid).
         m.d.comb += self.s_hdr.ready.eq(~n_full)
         with m.If(~n_full):
             m.d.sync += [
                 n_full.eq(self.s_hdr.valid),
-                n_hdr.eq(header),
                 n_rem.nz.eq(length != 0),
                 n_rem.more.eq(length > B),
                 n_rem.expect.eq(self._lanes_below(length)),
@@ -267,10 +297,10 @@ class HeaderInserter(wiring.Component):
         crc_end_beat = Signal(beat_bits)  # the beat holding the last covered byte
         first_pay = Signal(range(q_max + 1))   # q: the beat where the payload starts
         sel = Signal(range(len(offsets)))      # which of the offsets r = header bytes mod B
-        hdr = Signal(hdr_words * W)      # the frame's header bytes, read a word per beat
+        hdr = Signal(hdr_words * W, init=header_init)   # the frame's header, a word per beat
         prev = Signal(8 * r_max)         # the last r_max payload bytes of the previous beat
         rem = Signal(16)                 # payload bytes still expected from the packet
-        bad = Signal()
+        bad = Signal(name="frame_bad")      # stage 1b: a beat of this frame so far was bad
         nzq = Signal(nzq_bits)
         last_nbytes = Signal(range(B + 1))
         last_keep = Signal(B)
@@ -288,40 +318,37 @@ class HeaderInserter(wiring.Component):
         fl = Signal(data.StructLayout({"before": 1, "at": 1, "last": 1, "crc_end": 1}),
                     name="beat_flags")
         rf = Signal(data.StructLayout({"nz": 1, "more": 1, "expect": B}), name="rem_flags")
-        crc_first = Signal(name="at_crc_first")
-
-        # Payload input: which lanes of the beat are payload bytes of this frame.
-        tkeep, tlast = self.s_axis.p.keep, self.s_axis.p.last
-        expect = Signal(B)      # lanes the record still expects
-        kept = Signal(B)        # lanes before the first keep = 0
-        lane_ok = Signal(B)
-        more, short, excess, long = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [
-            expect.eq(rf.expect),
-            kept.eq(Cat(*(tkeep[:lane + 1].all() for lane in range(B)))),
-            lane_ok.eq(expect & Mux(tlast, kept, full)),
-            more.eq(rf.more),
-            short.eq(tlast & (more | (expect & ~kept).any())),
-            excess.eq(~tlast & ~more),
-            long.eq(Mux(tlast, (kept & ~expect).any(), excess)),
-        ]
-
         # Registered: whether this beat takes payload (not before it, bytes still expected) and
         # whether a packet is being discarded, each the value its expression has.
         need_r = Signal(name="need_payload")
         disc_r = Signal(name="discarding")
-        fl_next, rf_next = Signal.like(fl, name="beat_flags_next"), Signal.like(rf, name="rem_flags_next")
-        m.d.comb += [fl_next.eq(fl), rf_next.eq(rf)]
-        m.d.sync += [fl.eq(fl_next), rf.eq(rf_next), need_r.eq(~fl_next.before & rf_next.nz)]
-        before_pay, at_pay, need_in, discarding = Signal(), Signal(), Signal(), Signal()
-        adv, consume, is_last = Signal(), Signal(), Signal()
+
+        # Payload input: which lanes of the beat are payload bytes of this frame. rf.expect is
+        # a thermometer (lane k set when rem > k), which keeps these tests two-level.
+        tkeep, tlast, tvalid = self.s_axis.p.keep, self.s_axis.p.last, self.s_axis.valid
+        expect, more = rf.expect, rf.more
+        kept = Signal(B)        # lanes before the first keep = 0
+        lane_ok = Signal(B)
+        short, excess, long = Signal(), Signal(), Signal()
+        # The packet ends at lane rem or beyond (rem < W/8): every keep up to lane rem is 1.
+        reaches = Signal()
         m.d.comb += [
-            before_pay.eq(fl.before),
-            at_pay.eq(fl.at),
-            need_in.eq(need_r),
-            discarding.eq(disc_r),
-            adv.eq(active & room & (~need_in | (~discarding & self.s_axis.valid))),
-            consume.eq(adv & need_in),
+            kept.eq(Cat(*(tkeep[:lane + 1].all() for lane in range(B)))),
+            lane_ok.eq(expect & Mux(tlast, kept, full)),
+            reaches.eq(~expect[B - 1] & tkeep[0] & Cat(*(
+                tkeep[lane] | ~expect[lane - 1] for lane in range(1, B))).all()),
+            short.eq(tlast & (more | (expect & ~tkeep).any())),
+            excess.eq(~tlast & ~more),
+            long.eq(Mux(tlast, reaches, excess)),
+        ]
+
+        # Stage 1's decisions, from registers and the payload port's valid and last only.
+        before_pay, at_pay, need_in, discarding = fl.before, fl.at, need_r, disc_r
+        adv, consume, is_last = (Signal(name=n, attrs={"keep": 1})
+                                 for n in ("adv", "consume", "is_last"))
+        m.d.comb += [
+            adv.eq(active & room & (~need_in | (~discarding & tvalid))),
+            consume.eq(active & room & need_in & ~discarding & tvalid),
             is_last.eq(fl.last),
         ]
         m.d.comb += self.s_axis.ready.eq(discarding | (active & room & need_in))
@@ -330,76 +357,127 @@ class HeaderInserter(wiring.Component):
         for lane in range(B):
             m.d.comb += cur[8 * lane:8 * lane + 8].eq(
                 Mux(need_in & lane_ok[lane], self.s_axis.p.data[8 * lane:8 * lane + 8], 0))
-        hsel = Signal(hdr_words, name="hdr_select")    # beat one-hot (0 past the header)
-        fresh = Signal(name="hdr_fresh")         # the cycle after a record is taken
+        # The beat's one-hot (0 past the header), back to beat 0 at each frame's end (a frame
+        # then starts there), so that the take does not load it.
+        hsel = Signal(hdr_words, name="hdr_select", init=1)
 
-        bad_now, take = Signal(), Signal()
+        bad_beat = Signal(name="bad_beat")     # this beat takes payload bytes gone wrong
+        # take: the next record enters stage 1 (or is dropped); each a LUT after adv, from
+        # register terms.
+        ready_any, ready_good, ready_load, ends, take, take_good, take_load = (
+            Signal(name=n, attrs={"keep": 1})
+            for n in ("take_ready", "take_ready_good", "take_ready_load", "frame_ends", "take",
+                      "take_good", "take_load"))
         upstream_bad = tlast & self.s_axis.p.user[FrameUser.BAD]
         m.d.comb += [
-            bad_now.eq(bad | (consume & (short | long | upstream_bad))),
-            take.eq(n_full & (~active | (adv & is_last)) & ~discard[1]),
+            bad_beat.eq(consume & (short | long | upstream_bad)),
+            ready_any.eq(n_full & ~discard[1]),
+            ready_good.eq(n_full & ~discard[1] & n_good),
+            ends.eq(active & is_last),
+            take.eq(ready_any & (~active | (adv & ends))),
+            take_good.eq(ready_good & (~active | (adv & ends))),
+            # take_good again, from a copy of n_full: it loads the frame's registers, apart from
+            # the flags' loop.
+            ready_load.eq(full_copies[0] & ~discard[1] & n_good),
+            take_load.eq(ready_load & (~active | (adv & ends))),
         ]
 
+        # Packets to discard: one more for a taken record that is dropped and owns a packet and
+        # for a packet that goes on past its record's length; one fewer at a discarded tlast.
         in_fire = self.s_axis.valid & self.s_axis.ready
-        discard_done = discarding & self.s_axis.valid & tlast
+        inc_drop = Signal(name="discard_dropped")
+        m.d.comb += inc_drop.eq(take & ~n_good & n_payload)
         discard_next = Signal(2, name="discard_next")
-        m.d.comb += discard_next.eq(discard + (consume & excess)
-                                    + (take & ~n_good & n_payload) - discard_done)
-        m.d.sync += [discard.eq(discard_next), disc_r.eq(discard_next != 0)]
+        m.d.comb += discard_next.eq(discard + (consume & excess) + inc_drop
+                                    - (discarding & tvalid & tlast))
+        # discarding: discard_next != 0, by cases (no adder before it): while discarding no
+        # payload is consumed and discard only ends from 1 at a tlast with nothing added.
+        m.d.sync += [
+            discard.eq(discard_next),
+            disc_r.eq(Mux(disc_r, ~((discard == 1) & ~inc_drop & tvalid & tlast),
+                          (consume & excess) | inc_drop)),
+        ]
 
+        # The next beat's flags and rem's, computed from registers alone (beside the decisions
+        # above), then chosen by them: a taken record's, the next beat's, or unchanged.
         nb = Signal(beat_bits, name="beat_next")
         m.d.comb += nb.eq(beat + 1)
+        fl_adv = Signal.like(fl, name="beat_flags_adv")
+        m.d.comb += [
+            fl_adv.before.eq(nb < first_pay),
+            fl_adv.at.eq(nb == first_pay),
+            fl_adv.last.eq(nb == last_beat),
+            fl_adv.crc_end.eq(nb == crc_end_beat),
+        ]
+        # rem - W/8 from rem's beats and low bits (no subtract before them); the packet goes on
+        # past this beat only with rem > W/8, so rem - W/8 != 0 then.
+        cont = Signal(name="rem_continues")
+        rb, low = rem[log_b:], rem[:log_b]
+        rf_use = Signal.like(rf, name="rem_flags_consumed")
+        m.d.comb += [
+            cont.eq(~tlast & more),
+            rf_use.nz.eq(cont),
+            rf_use.more.eq(cont & ((rb > 2) | ((rb == 2) & (low != 0)))),
+            rf_use.expect.eq(Cat(*(cont & ((rb > 1) | (low > lane)) for lane in range(B)))),
+        ]
+        # Each next value is a LUT after take_good, from a candidate a LUT after adv or consume.
+        fl_cand = Signal.like(fl, name="beat_flags_cand", attrs={"keep": 1})
+        rf_cand = Signal.like(rf, name="rem_flags_cand", attrs={"keep": 1})
+        need_cand = Signal(name="need_payload_cand", attrs={"keep": 1})
+        m.d.comb += [
+            fl_cand.eq(Mux(adv, fl_adv, fl)),
+            rf_cand.eq(Mux(consume, rf_use, rf)),
+            # ~before & nz of the flags chosen, by the same cases.
+            need_cand.eq(Mux(adv, ~fl_adv.before & Mux(need_in, cont, rf.nz), need_r)),
+        ]
+        m.d.sync += [
+            fl.eq(Mux(take_good, n_first, fl_cand)),
+            rf.eq(Mux(take_good, n_rem, rf_cand)),
+            need_r.eq(Mux(take_good, ~n_first.before & n_rem.nz, need_cand)),
+        ]
+
         with m.If(adv):
             m.d.sync += [
                 beat.eq(nb),
-                hsel.eq(hsel << 1),
-                crc_first.eq(nb == layouts.ICRC_START // B),
-            ]
-            m.d.comb += [
-                fl_next.before.eq(nb < first_pay),
-                fl_next.at.eq(nb == first_pay),
-                fl_next.last.eq(nb == last_beat),
-                fl_next.crc_end.eq(nb == crc_end_beat),
+                hsel.eq(Mux(is_last, 1, hsel << 1)),
             ]
             with m.If(is_last):
                 m.d.sync += active.eq(0)
-        # The flags of rem - W/8 from rem's beats and low bits (no subtract before them).
-        cont = Signal(name="rem_continues")
-        rb, low = rem[log_b:], rem[:log_b]
-        gt1, low_nz = Signal(name="rem_beats_gt1"), Signal(name="rem_low_nz")
-        m.d.comb += [cont.eq(~tlast & more), gt1.eq(rb > 1), low_nz.eq(low != 0)]
         with m.If(consume):
             m.d.sync += [
                 rem.eq(Mux(cont, rem - B, 0)),
-                bad.eq(bad_now),
-            ]
-            m.d.comb += [
-                rf_next.nz.eq(cont & (gt1 | low_nz)),
-                rf_next.more.eq(cont & ((rb > 2) | ((rb == 2) & low_nz))),
-                rf_next.expect.eq(Cat(*(cont & (gt1 | (low > lane)) for lane in range(B)))),
             ]
         with m.If(take):
             m.d.sync += n_full.eq(0)
-        m.d.sync += fresh.eq(take & n_good)
-        with m.If(fresh):
-            m.d.sync += hdr.eq(n_hdr)
-        with m.If(take & n_good):
+        # The header registers' enables, replicated (a copy of n_full, and of fresh, per
+        # _HDR_FANOUT bits; each copy's next value reads the copy itself, so that synthesis
+        # keeps them apart).
+        for k, (part, full_k) in enumerate(zip(hdr_parts, full_copies)):
+            fresh_k = Signal(name=f"hdr_fresh_copy{k}")
+            m.d.sync += [full_k.eq(Mux(full_k, ~take, self.s_hdr.valid)),
+                         fresh_k.eq(full_k & ~discard[1] & n_good & (~active | (adv & ends)))]
+            with m.If(~full_k):
+                m.d.sync += n_hdr[part].eq(header[part])
+            with m.If(fresh_k):
+                m.d.sync += hdr[part].eq(n_hdr[part])
+        with m.If(take_good):
             m.d.sync += [
                 active.eq(1),
                 beat.eq(0),
-                hsel.eq(1),
-                crc_first.eq(layouts.ICRC_START // B == 0),
                 last_beat.eq(n_last_beat),
                 crc_end_beat.eq(n_crc_end_beat),
                 first_pay.eq(n_first_pay),
-                sel.eq(n_sel),
                 rem.eq(n_length),
-                bad.eq(0),
-                nzq.eq(n_nzq),
-                last_nbytes.eq(n_last_nbytes),
                 last_keep.eq(n_last_keep),
             ]
-            m.d.comb += [fl_next.eq(n_first), rf_next.eq(n_rem)]
+        # The data path's frame registers, from the copy (the control registers above, which
+        # the formal harness relates to the record, from n_full itself).
+        with m.If(take_load):
+            m.d.sync += [
+                sel.eq(n_sel),
+                nzq.eq(n_nzq),
+                last_nbytes.eq(n_last_nbytes),
+            ]
 
         # The ICRC's masked fields, forced to ones in the copy of the beat the CRC reads.
         mask_beats = max((bit + width - 1) // 8 for bit, width in layouts.ICRC_MASKED_BITS) // B + 1
@@ -413,7 +491,7 @@ class HeaderInserter(wiring.Component):
             "valid": 1, "data": W, "keep": B, "last": 1, "user": 1,
             "crc_end": 1, "nzq": nzq_bits, "nbytes": range(B + 1)})
         cmd_layout = data.StructLayout({
-            "valid": 1, "last": 1, "keep": B, "user": 1, "crc_end": 1, "crc_first": 1,
+            "valid": 1, "last": 1, "keep": B, "user": 1, "crc_end": 1,
             "nzq": nzq_bits, "nbytes": range(B + 1), "hsel": hdr_words, "before": 1, "at": 1,
             "sel": range(len(offsets)), "cur": W})
         self.beat_layout, self.cmd_layout = beat_layout, cmd_layout
@@ -422,9 +500,8 @@ class HeaderInserter(wiring.Component):
             cmd.valid.eq(adv),
             cmd.keep.eq(Mux(is_last, last_keep, full)),
             cmd.last.eq(is_last),
-            cmd.user.eq(is_last & bad_now),
+            cmd.user.eq(bad_beat),     # the frame's flag is made in stage 1b
             cmd.crc_end.eq(fl.crc_end),
-            cmd.crc_first.eq(crc_first),
             cmd.nzq.eq(nzq),
             cmd.nbytes.eq(Mux(is_last, last_nbytes, B)),
             cmd.hsel.eq(hsel),
@@ -436,14 +513,38 @@ class HeaderInserter(wiring.Component):
 
         # Stage 1b: the beat's header word, an AND-OR over the header words by the one-hot
         # hsel (no binary mux), registered beside the command.
+        # hsel reaches every bit of a word: it is read from copies of cmd.hsel, each for
+        # _HSEL_FANOUT bits of the word. Synthesis merges registers of the same inputs, so the
+        # copies differ in their reset and enable (loaded with each beat issued, or in every
+        # cycle): each holds cmd.hsel whenever cmd holds a beat.
+        copies = [cmd.hsel]
+        # (A beat issued in a cycle had room and a credit then.)
+        some_credit = Signal(name="some_credit")
+        m.d.comb += some_credit.eq(credit != 0)
+        variants = [(reset_less, init, enable)
+                    for enable in (None, room, some_credit)
+                    for reset_less, init in ((False, 0), (True, 0), (False, -1))][1:]
+        for reset_less, init, enable in variants[:-(-W // _HSEL_FANOUT) - 1]:
+            copy = Signal(hdr_words, name=f"hdr_select_copy{len(copies)}",
+                          reset_less=reset_less, init=init % (1 << hdr_words))
+            with m.If(1 if enable is None else enable):
+                m.d.sync += copy.eq(hsel)
+            copies.append(copy)
         word = Signal(W, name="hdr_word")
         cmd2 = Signal(cmd_layout, name="cmd2")
+        bad_before = Signal(name="bad_before")     # a beat before this one of its frame was bad
+        m.d.comb += bad_before.eq(bad & ~cmd.hsel[0])
         m.d.sync += [
             word.eq(Cat(*(
-                Cat(*(cmd.hsel[k] & hdr.word_select(k, W)[b] for k in range(hdr_words))).any()
+                Cat(*(copies[b * len(copies) // W][k] & hdr.word_select(k, W)[b]
+                      for k in range(hdr_words))).any()
                 for b in range(W)))),
             cmd2.eq(cmd),
+            # The frame is flagged bad on its last beat when one of its beats was.
+            cmd2.user.eq(cmd.last & (bad_before | cmd.user)),
         ]
+        with m.If(cmd.valid):
+            m.d.sync += bad.eq(bad_before | cmd.user)
         # Stage 1c: the beat's bytes: the header word, then the payload shifted by the record's
         # offset.
         with m.If(cmd2.valid):
@@ -474,16 +575,39 @@ class HeaderInserter(wiring.Component):
             r1.nzq.eq(cmd2.nzq),
             r1.nbytes.eq(cmd2.nbytes),
             r1_crc_data.eq(out | ones),
-            r1_crc_first.eq(cmd2.crc_first),
+            # The CRC's first beat of the frame: beat (ICRC start + shift) // (W/8).
+            r1_crc_first.eq(Cat(*(
+                ((cmd2.nzq == v) if len(crc_shifts) > 1 else 1)
+                & cmd2.hsel[(layouts.ICRC_START + t) // B]
+                for v, t in enumerate(crc_shifts))).any()),
         ]
 
         # ---------------------------------------------------- stage 2: the ICRC
+        # The CRC reads the beats shifted t = crc_shifts[nzq] bytes later (the last t bytes of
+        # a beat lead the next one in the CRC's copy): with t the frame's zero bytes after its
+        # last covered byte in that beat (nz_base + 4 * nzq), its covered bytes end on a beat
+        # boundary of the copy, so the CRC has no trailing bytes to undo (its trail is 0) and
+        # the shifted start is its lead (a constant seed per lead). Past W = 128 the shift is
+        # nz_base alone (a 2**(W/32)-way byte mux costs more than the CRC's undo stages) and
+        # the trail 4 * nzq.
         m.submodules.crc = crc = Crc32Pipeline(W, ICRC_PREFIX, self.crc_data_stages)
+        max_shift = max(crc_shifts)
+        options = [r1_crc_data] * len(crc_shifts)
+        if max_shift:
+            crc_carry = Signal(8 * max_shift, name="crc_carry")
+            with m.If(r1.valid):
+                m.d.sync += crc_carry.eq(r1_crc_data[W - 8 * max_shift:])
+            options = [Cat(crc_carry[8 * (max_shift - t):], r1_crc_data[:W - 8 * t])
+                       for t in crc_shifts]
+        crc_data, crc_lead = options[0], Const((layouts.ICRC_START + crc_shifts[0]) % B)
+        for v in range(1, len(crc_shifts)):
+            crc_data = Mux(r1.nzq == v, options[v], crc_data)
+            crc_lead = Mux(r1.nzq == v, (layouts.ICRC_START + crc_shifts[v]) % B, crc_lead)
         m.d.comb += [
             crc.i.valid.eq(r1.valid),
-            crc.i.p.data.eq(r1_crc_data),
-            crc.i.p.lead.eq(layouts.ICRC_START % B),
-            crc.i.p.trail.eq(self.nz_base + 4 * r1.nzq),
+            crc.i.p.data.eq(crc_data),
+            crc.i.p.lead.eq(crc_lead),
+            crc.i.p.trail.eq(0 if len(crc_shifts) > 1 else 4 * r1.nzq),
             crc.i.p.first.eq(r1_crc_first),
             crc.i.p.last.eq(r1.crc_end),
         ]
@@ -569,6 +693,14 @@ class HeaderInserter(wiring.Component):
         cfg.ro(INFO["max_payload"], "max_payload", Const(self.max_payload, 32))
         cfg.finish(decoded=True)
         return m
+
+    def _crc_shifts(self):
+        """The bytes the CRC's copy of a frame is shifted by, for each value of nzq: the zero
+        bytes after its last covered byte up to W = 128, nz_base alone above."""
+        nzq_values = 1 << (exact_log2(self.lanes) - 2)
+        if nzq_values <= 4:
+            return [self.nz_base + 4 * v for v in range(nzq_values)]
+        return [self.nz_base]
 
     def _lanes_below(self, count):
         """Lane k set when ``count > k`` (k < W/8): the high bits tested once, not a comparator
