@@ -46,9 +46,9 @@ extern "C" {
 #define MRC_LINK__LINK__LFSR__VALUE_bw 16
 
 // reg - mrc_link::link::level_
-#define MRC_LINK__LINK__LEVEL___VALUE_bm 0xff
+#define MRC_LINK__LINK__LEVEL___VALUE_bm 0x7f
 #define MRC_LINK__LINK__LEVEL___VALUE_bp 0
-#define MRC_LINK__LINK__LEVEL___VALUE_bw 8
+#define MRC_LINK__LINK__LEVEL___VALUE_bw 7
 
 // reg - mrc_link::link::frames_passed
 #define MRC_LINK__LINK__FRAMES_PASSED__VALUE_bm 0xffffffff
