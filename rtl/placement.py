@@ -122,9 +122,10 @@ class Placement(wiring.Component):
     Structure and timing: the command stage takes a command (at most one per cycle), computes the
     packet's beats and lanes, queues them for the data stage (``queue_depth`` entries) and, for
     a placed packet, issues its bursts on AW, one per cycle, from registers. Whether a burst is
-    the packet's last is one short adder of two registers (the beats left and the block offset
-    of the next address) and a few gates; a burst that is not the last ends at the block
-    boundary, so the next address is the next block (an incrementer, no burst length in it).
+    the packet's last is a register of its own (as are "beats left" and "an output beat left"
+    of the data stage), loaded a cycle ahead from one short adder; a burst that is not the last
+    ends at the block boundary, so the next address is the next block (an incrementer, no
+    burst length in it).
     The data stage rotates each payload beat left by ``va % (W/8)`` lanes (log2(W/8) mux
     stages) and takes the lanes below that offset from the previous beat's rotation, so each
     output beat needs at most one new input beat: one W beat per cycle, and the next packet's
@@ -188,14 +189,22 @@ class Placement(wiring.Component):
         g_left = Signal(beat_bits)   # beats of the packet still to issue on AW
         aw_free = ~self.m_axi.awvalid | self.m_axi.awready
         g_room = wire(m, boundary_beats - g_addr[lb:lb + bb], bb + 1, "g_room")
-        g_busy = wire(m, g_left != 0, 1, "g_busy")
+        # g_busy = (g_left != 0) and g_last = (g_left <= g_room) are registers of their own,
+        # loaded with g_left and g_addr, so that free, s_cmd_tready and the AW and g_addr
+        # updates start from flip-flops (the proof, verif/formal_placement.py, states both).
+        g_busy = Signal(name="g_busy")
+        g_last = Signal(name="g_last")
         issue = wire(m, g_busy & aw_free, 1, "g_issue")
-        # g_last = (g_left <= g_room) = (g_left + block offset <= boundary_beats), from one
-        # short adder of two registers (not a subtraction followed by a comparison).
         g_off = g_addr[lb:lb + bb]
-        g_sum = wire(m, g_left[:bb + 1] + g_off, bb + 2, "g_sum")
-        g_last = wire(m, (g_left[bb + 1:] == 0) & ~g_sum[bb + 1] &
-                      (~g_sum[bb] | (g_sum[:bb] == 0)), 1, "g_last")
+
+        def fits(beats, off, limit_log2, name):
+            # beats + off <= 2**limit_log2, from one short adder (not a subtraction followed
+            # by a comparison).
+            k = limit_log2
+            total = wire(m, beats[:k + 1] + off, k + 2, f"{name}_sum")
+            return wire(m, (beats[k + 1:] == 0) & ~total[k + 1] &
+                        (~total[k] | (total[:k] == 0)), 1, name)
+
         # The rest after a burst that ends at the boundary: g_left - g_room =
         # g_left + g_off - boundary_beats (one adder: g_off below bit bb, ones above).
         g_rest = wire(m, g_left + Cat(g_off, Const(-1, beat_bits - bb)), beat_bits, "g_rest")
@@ -222,6 +231,22 @@ class Placement(wiring.Component):
         # after a burst that ends at the block boundary, else held.
         m.d.sync += g_left.eq(Mux(free, Mux(new_placed, out_beats, 0),
                                   Mux(aw_free, g_rest, g_left)))
+        # Not free: busy, and after an issued burst that was not the last the rest is above 0.
+        m.d.sync += g_busy.eq(~free | new_placed)
+        # A new packet starts at its va's block offset; the rest after a burst that ends at the
+        # boundary starts at the next block, and it fits that block when g_rest =
+        # g_left + g_off - boundary_beats <= boundary_beats, i.e. g_left + g_off <= 2 blocks
+        # (from the registers, not through g_rest's adder).
+        # g_bursts counts the packet's bursts still to issue (ceil((g_left + g_off) / block)),
+        # so that the next burst's g_last is g_bursts == 2, a compare of a register.
+        g_bursts = Signal(beat_bits - bb + 1, name="g_bursts")
+        bursts_new = wire(m, (out_beats + boff + (boundary_beats - 1)) >> bb, len(g_bursts),
+                          "g_bursts_new")
+        last_new = fits(out_beats, boff, bb, "g_last_new")
+        m.d.sync += [
+            g_last.eq(Mux(free, last_new, Mux(aw_free, g_bursts == 2, g_last))),
+            g_bursts.eq(Mux(free, bursts_new, Mux(aw_free, g_bursts - 1, g_bursts))),
+        ]
         # g_addr: the new command's beat-aligned va when idle or at the last burst (it matters
         # only when one is taken: g_left is 0 otherwise); after a burst that is not the
         # packet's last the next block (that burst ended at the block boundary), so no burst
@@ -261,19 +286,28 @@ class Placement(wiring.Component):
         rot_keep = _rotate_lanes(m, keep_eff, d_align, 1, "rot_keep")
 
         w_free = ~self.m_axi.wvalid | self.m_axi.wready
-        emitting = wire(m, active & (out_left != 0), 1, "d_emitting")
+        # out_nz = (out_left != 0) and out_one = (out_left == 1) are registers of their own,
+        # loaded with out_left, as need_in and in_one are with in_left.
+        out_nz = Signal(name="out_nz")
+        out_one = Signal(name="out_one")
+        emitting = wire(m, active & out_nz, 1, "d_emitting")
         # need_in = (in_left != 0) and in_one = (in_left == 1) are registers of their own,
         # loaded with in_left (no comparison on the stage's control paths).
         need_in = Signal()
         in_one = Signal()
         go = wire(m, emitting & w_free & (~need_in | p_valid), 1, "d_go")
         consume = wire(m, go & need_in, 1, "d_consume")
-        draining = wire(m, active & (out_left == 0) & drain, 1, "d_draining")
-        last_out = wire(m, out_left == 1, 1, "d_last_out")
+        draining = wire(m, active & ~out_nz & drain, 1, "d_draining")
+        last_out = wire(m, out_one, 1, "d_last_out")
         becomes_long = consume & in_one & ~tlast
         drain_next = drain | becomes_long
-        done = wire(m, (go & last_out & ~drain_next) |
-                    (draining & p_valid & tlast), 1, "d_done")
+        # done = (go & last_out & ~drain_next) | (draining & p_valid & tlast), written as two
+        # products whose register-only parts are one LUT each (out_one implies out_nz), so that
+        # load, which enables the whole data stage, is few levels from its flip-flops.
+        fin_emit = wire(m, active & out_one & ~drain, 1, "d_fin_emit")
+        fin_drain = wire(m, active & ~out_nz & drain, 1, "d_fin_drain")
+        done = wire(m, (fin_emit & w_free & (~need_in | (p_valid & (~in_one | tlast)))) |
+                    (fin_drain & p_valid & tlast), 1, "d_done")
         load = wire(m, (~active | done) & queue.r_rdy, 1, "d_load")
         m.d.comb += [
             self.s_axis.ready.eq((emitting & w_free & need_in) | draining),
@@ -303,6 +337,7 @@ class Placement(wiring.Component):
         with m.If(go):
             m.d.sync += [
                 d_boff.eq(d_boff + 1), out_left.eq(out_left - 1), drain.eq(drain_next),
+                out_nz.eq(~out_one), out_one.eq(out_left == 2),
             ]
             with m.If(need_in):
                 m.d.sync += [in_left.eq(Mux(tlast, 0, in_left - 1)), rot_prev.eq(rot_cur),
@@ -316,6 +351,7 @@ class Placement(wiring.Component):
                 ge_mask.eq(q_ge_mask), end_mask.eq(q_end_mask),
                 d_last_in_lane.eq(q_last_in), d_boff.eq(q_boff),
                 out_left.eq(Mux(q_place, q_out_beats, 0)), in_left.eq(Mux(q_place, q_in_beats, 0)),
+                out_nz.eq(q_place & (q_out_beats != 0)), out_one.eq(q_place & (q_out_beats == 1)),
                 drain.eq(~q_place), rot_prev_keep.eq(0),
                 need_in.eq(q_place), in_one.eq(q_place & (q_in_beats == 1)),
             ]
@@ -335,7 +371,7 @@ class Placement(wiring.Component):
             "placed": placing,
             "discarded": take_cmd & has_payload & ~cmd.place,
             "empty": take_cmd & ~has_payload,
-            "placed_bytes": Mux(placing, cmd.length, 0),
+            "placed_bytes": cmd.length,     # gated by placing below
             "bursts": aw_fire,
             "beats": self.m_axi.wvalid & self.m_axi.wready,
             "resp_okay": b_fire & ~self.m_axi.bresp[1],
@@ -344,7 +380,8 @@ class Placement(wiring.Component):
             "long_payload": long_payload,
         }
         for name, addr in COUNTERS.items():
-            cfg.counter(addr, name, events[name], doc=name, registered=True)
+            cfg.counter(addr, name, events[name], doc=name, registered=True,
+                        gate=placing if name == "placed_bytes" else None)
         busy = active | g_busy | queue.r_rdy | self.m_axi.awvalid | \
             self.m_axi.wvalid | (outstanding != 0)
         cfg.ro(INFO["data_width"], "data_width", Const(self.data_width, 32), doc="W")

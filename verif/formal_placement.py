@@ -236,7 +236,12 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
     # Data stage.
     s = {name: find_signal(frag, name) for name in
          ("active", "out_left", "d_align", "ge_mask", "end_mask", "rot_prev_keep", "d_boff",
-          "g_addr", "g_left")}
+          "g_addr", "g_left", "g_busy", "g_last", "g_bursts", "out_nz", "out_one")}
+    # out_nz and out_one are registers loaded with out_left (!= 0 and == 1).
+    m.d.comb += [
+        inv_assert(s["out_nz"] == (s["out_left"] != 0), "inv: out_nz"),
+        inv_assert(s["out_one"] == (s["out_left"] == 1), "inv: out_one"),
+    ]
     emitting = Signal(name="inv_emitting")
     m.d.comb += emitting.eq(s["active"] & (s["out_left"] != 0))
     kd = Signal(range(queue_depth + 2), name="inv_d_index")
@@ -309,6 +314,14 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
         inv_assert(af.count == a_reg_last + issuing, "inv: A = AW register last + issuing"),
         inv_assert(~issuing | (s["g_addr"] == addr_at(ga, g_done)), "inv: g_addr"),
         inv_assert(~issuing | (s["g_left"] == beats_of(ga) - g_done), "inv: g_left"),
+        # g_busy and g_last are registers loaded with g_left and g_addr: g_busy is
+        # g_left != 0, and while busy g_last is g_left + the block offset <= boundary.
+        inv_assert(s["g_busy"] == issuing, "inv: g_busy"),
+        inv_assert(~issuing | (s["g_last"] == (s["g_left"] + s["g_addr"][lb:lb + bb] <=
+                                               boundary_beats)), "inv: g_last"),
+        # g_bursts: the bursts still to issue, ceil((g_left + block offset) / block).
+        inv_assert(~issuing | (s["g_bursts"] == ((s["g_left"] + s["g_addr"][lb:lb + bb] +
+                                                  boundary_beats - 1) >> bb)), "inv: g_bursts"),
     ]
 
     # -- covers ----------------------------------------------------------------------------------

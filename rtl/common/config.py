@@ -90,8 +90,13 @@ class ConfigMap:
         names its width and reset value for the register-map generator."""
         self._claim(addr, name, access, doc, value)
 
-    def counter(self, addr, name, event, doc="", registered=False):
+    def counter(self, addr, name, event, doc="", registered=False, gate=None):
         """A 32-bit wrapping counter of ``event`` (1 bit: +1, wider: +value), cleared on write.
+
+        ``gate`` (registered counters only): count ``event`` only in cycles where ``gate`` is
+        high. Both are registered as they are and the choice is made after the registers, so a
+        late ``gate`` (a handshake) drives one flip-flop rather than the reset of every bit of
+        a wide event register. Same counts, same clear rule as ``Mux(gate, event, 0)``.
 
         ``registered`` registers the event before it is counted (the counter's adder then hangs
         off a register, not off the block's paths; a count shows one cycle after its event), and
@@ -100,9 +105,15 @@ class ConfigMap:
         before, so the rule "an event in the cycle of the write is counted after the clear"
         still holds."""
         cnt = Signal(32, name=f"{self.name}_cnt_{name}")
+        if gate is not None and not registered:
+            raise ValueError(f"counter {name!r}: gate needs registered=True")
         if registered:
             held = Signal.like(Value.cast(event), name=f"{self.name}_ev_{name}")
             self.m.d.sync += held.eq(event)
+            if gate is not None:
+                held_gate = Signal(name=f"{self.name}_evg_{name}")
+                self.m.d.sync += held_gate.eq(gate)
+                held = Mux(held_gate, held, 0)
             with self.m.If(self.write_strobe(addr)):
                 self.m.d.sync += cnt.eq(0)
             with self.m.Else():
