@@ -16,7 +16,8 @@ from models.records import RxVerdict
 
 from .formal import StreamPort, find_signal, past
 
-__all__ = ["GhostFifo", "rx_tracker_harness", "switch_egress_harness"]
+__all__ = ["GhostFifo", "rx_tracker_harness", "switch_egress_harness",
+           "fifo_buffered_equivalence_harness"]
 
 _PSN_BITS = 24
 
@@ -248,9 +249,88 @@ def _popcount(bits):
     return sum(bits[i] for i in range(len(bits)))
 
 
+def _register_fifo_buffered_class(made):
+    """An :class:`amaranth.lib.fifo.SyncFIFOBuffered` with its storage in registers, for an
+    inductive proof: the same ports and timing as Amaranth 0.5's (an inner FIFO of ``depth - 1``
+    entries, here register ``slots`` shifted on a read, slot 0 its head; ``r_data`` a register
+    loaded from the head when it is empty or read, so a word written in cycle t is ``r_rdy`` in
+    t + 2; ``w_rdy`` while the inner FIFO has room; ``level`` = inner level + ``r_rdy``), with
+    contents an induction invariant can name (``slots``, ``inner_level``, ``r_data``,
+    ``r_rdy``). Each instance made is appended to ``made``. (The generic counterpart of
+    :func:`verif.formal_tx_streams._register_fifo_class`, which mimics ``SyncFIFO``.)"""
+    from amaranth.lib.fifo import SyncFIFOBuffered
+
+    class RegisterFifoBuffered(SyncFIFOBuffered):
+        def __init__(self, *, width, depth):
+            if depth < 2:
+                raise ValueError("RegisterFifoBuffered: depth must be at least 2")
+            super().__init__(width=width, depth=depth)
+            n = len(made)
+            self.slots = [Signal(width, name=f"dfifo{n}_slot{j}") for j in range(depth - 1)]
+            self.inner_level = Signal(range(depth), name=f"dfifo{n}_inner_level")
+            made.append(self)
+
+        def elaborate(self, platform):
+            m = Module()
+            inner_depth = self.depth - 1
+            slots, inner = self.slots, self.inner_level
+            m.d.comb += [
+                self.w_rdy.eq(inner != inner_depth),
+                self.level.eq(inner + self.r_rdy),
+                self.w_level.eq(self.level), self.r_level.eq(self.level),
+            ]
+            do_write = self.w_rdy & self.w_en
+            do_inner_read = (inner != 0) & (~self.r_rdy | self.r_en)
+            at = inner - do_inner_read
+            for j in range(inner_depth):
+                shifted = Mux(do_inner_read, slots[j + 1] if j + 1 < inner_depth else slots[j],
+                              slots[j])
+                m.d.sync += slots[j].eq(Mux(do_write & (at == j), self.w_data, shifted))
+            m.d.sync += inner.eq(inner + do_write - do_inner_read)
+            with m.If(do_inner_read):
+                m.d.sync += [self.r_data.eq(slots[0]), self.r_rdy.eq(1)]
+            with m.Elif(self.r_en):
+                m.d.sync += self.r_rdy.eq(0)
+            return m
+
+    return RegisterFifoBuffered
+
+
+def fifo_buffered_equivalence_harness(width=3, depth=4, bmc=14, cover=10):
+    """The register FIFO of :func:`_register_fifo_buffered_class` beside Amaranth's
+    ``SyncFIFOBuffered`` of the same width and depth, on the same free ``w_en``, ``r_en``,
+    ``w_data`` (and ``rst``): asserted every cycle, the same ``w_rdy``, ``r_rdy`` and
+    ``level``, and the same ``r_data`` while ``r_rdy``, so the swap in the egress proof keeps
+    the block's timing. Bounded (BMC ``bmc``: the FIFO fills, drains and wraps its memory
+    within it); covers: full, and a word read after the memory wrapped."""
+    from amaranth.lib.fifo import SyncFIFOBuffered
+
+    m = Module()
+    ref = SyncFIFOBuffered(width=width, depth=depth)
+    reg = _register_fifo_buffered_class([])(width=width, depth=depth)
+    m.submodules.ref, m.submodules.reg = ref, reg
+    w_en, r_en = Signal(name="env_w_en"), Signal(name="env_r_en")
+    w_data = Signal(width, name="env_w_data")
+    for fifo in (ref, reg):
+        m.d.comb += [fifo.w_en.eq(w_en), fifo.r_en.eq(r_en), fifo.w_data.eq(w_data)]
+    m.d.comb += [
+        Assert(ref.w_rdy == reg.w_rdy, "same w_rdy"),
+        Assert(ref.r_rdy == reg.r_rdy, "same r_rdy"),
+        Assert(ref.level == reg.level, "same level"),
+        Assert(~ref.r_rdy | (ref.r_data == reg.r_data), "same r_data while r_rdy"),
+    ]
+    reads = Signal(4, name="reads")
+    with m.If(ref.r_rdy & r_en):
+        m.d.sync += reads.eq(reads + (reads != 15))
+    _covers(m, {"full": ref.level == depth,
+                "read_after_wrap": ref.r_rdy & r_en & (reads >= depth)})
+    return m, [w_en, r_en, w_data], {"bmc": bmc, "cover": cover}
+
+
 def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control_limit=134,
                           trim_size=134, max_frame=144, control_burst=1, port_down=True,
-                          data=False, bmc=12, cover=12, slack=0):
+                          data=True, prove=1, bmc=None, cover=20, slack=0, invariants=True,
+                          block=None):
     """SwitchEgressPort (W = ``data_width``, C = ``core_width``, small queues): on any core
     stream of well-formed frames (the ingress's promise: a frame is ``ceil(n / (C/8))`` words,
     ``n = 54 + outer Payload Length <= max_frame`` bytes, ``c_first`` on its first word, the
@@ -270,30 +350,67 @@ def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control
     - the stream rules on ``m_axis``: valid, ``tkeep`` and ``tlast`` held until taken, and, with
       ``data``, ``tdata`` too.
 
-    With ``data`` False (the deep form) no property reads ``tdata``, so yosys removes the frame
-    ``tdata`` path. Measured on this machine (shared): BMC 12 in about 15 s; each step past 14
-    about doubles (depth 20, which holds a whole trimmed frame out, in about 10 minutes; step 21
-    did not finish in 25 minutes). The covers of a trimmed frame out (step 19) and of a data frame
-    served after a control burst (step 16) are added when ``cover >= 20``.
+    Unbounded (the default, ``prove`` = 1): k-induction of the block with its two descriptor
+    FIFOs (``SyncFIFOBuffered``, block RAM) replaced by a register FIFO of the same ports and
+    timing (:func:`_register_fifo_buffered_class`; the port's own logic unchanged). The frame
+    RAM banks stay as they are: with ``data`` False no property reads ``tdata``, so yosys
+    removes the frame ``tdata`` path, and no property depends on the bank pointers (``alloc``,
+    ``written``, ``head``, ``r_pos`` decide only *when* a beat is read, never how many, nor
+    their ``tkeep``/``tlast``). The invariants (``invariants``) that make the properties
+    inductive, each a fact of every reachable state:
 
-    Bounded (the queues are block RAM and descriptor FIFOs whose contents an induction would have
-    to name). ``slack`` (default 0) is added to the length the harness allows a frame out: a
-    negative value claims frames shorter than they are and must fail (a test of the harness).
+    - every ghost entry held is a frame the harness let in (54..``max_frame`` bytes; trimmed
+      only if at least 134 bytes and only in the control queue);
+    - each queue's byte count ``q`` is the sum of its ghost's stored bytes (trimmed or not) and
+      within its limit (so at most ``limit // 54`` frames wait and the ghosts never overflow);
+    - each descriptor FIFO holds its ghost: level = ghost count, ``r_data`` (when ``r_rdy``) the
+      head's stored bytes, inner slot j the bytes of ghost entry ``j + r_rdy``;
+    - the reader: the frames dequeued and not yet out (``ghost_out``) are the last beat held in
+      the output register, if any, plus the frame being read (``reading`` != 0); a beat before a
+      last one in the output register belongs to the frame being read; the beats of the head
+      frame taken (``beats_out``), held in the register and still to read sum to its beats;
+      ``r_keep`` is the last-beat ``tkeep`` of the frame being read, a held last beat carries its
+      frame's, a held beat before the last all ones;
+    - the harness's flush is the block's (``was_up``).
+
+    Measured on this machine (2 cores, shared with other solver jobs): the defaults (``tdata``
+    included) prove (k = 1) in about 4 s and cover (20) in 18 to 55 s; limits 256/300, frames
+    up to 200 B and a control burst of 2 prove in about 50 s (W = 128, C = 512 with limits of
+    600/700 did not close in 10 minutes). The cover of a trimmed frame out (step 19) and of a
+    data frame served after a control burst (step 16) are added when ``cover >= 20``.
+    ``bmc`` (default none) adds a bounded check from reset of the same harness; ``invariants``
+    False leaves the invariants out (the properties alone, for a BMC whose counterexample fails
+    a property at the ports, not an invariant; the block as it is then, with its
+    ``SyncFIFOBuffered`` s: BMC 12 without ``tdata`` in about 15 s, each step past 14 about
+    doubles, depth 20 took about 10 minutes). ``slack`` (default 0) is added to
+    the length the harness allows a frame out: a negative value claims frames shorter than they
+    are and must fail (a test of the harness); ``block`` (default
+    :class:`rtl.switch_egress.SwitchEgressPort`) lets a test prove a broken port fails.
     """
     from types import SimpleNamespace
+    from unittest import mock
+
+    from amaranth.utils import exact_log2
 
     from models.layouts import IPV6, OUTER_OFFSET, TRIM_MIN_BYTES
     from models.switch import MIN_FRAME
     from models.switch_queue import CONTROL_DSCPS, TRIMMABLE_DSCPS
+    from rtl import switch_egress as egress_mod
     from rtl.common.headers import field
     from rtl.switch_egress import HEAD_BYTES, SwitchEgressPort
 
+    block = block or SwitchEgressPort
     m = Module()
-    dut = SwitchEgressPort(port=0, data_width=data_width, core_width=core_width,
-                           data_limit=data_limit, control_limit=control_limit,
-                           trim_size=trim_size, max_frame=max_frame,
-                           control_burst=control_burst, port_width=1)
-    frag = Fragment.get(dut, "formal")
+    dut = block(port=0, data_width=data_width, core_width=core_width,
+                data_limit=data_limit, control_limit=control_limit, trim_size=trim_size,
+                max_frame=max_frame, control_burst=control_burst, port_width=1)
+    fifos = []
+    if invariants:
+        with mock.patch.object(egress_mod, "SyncFIFOBuffered",
+                               _register_fifo_buffered_class(fifos)):
+            frag = Fragment.get(dut, "formal")
+    else:
+        frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     word_bytes = core_width // 8
     beat_bytes = data_width // 8
@@ -327,7 +444,8 @@ def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control
     fabric = Signal(name="env_fabric")
     m.d.comb += [dut.up.eq(up if port_down else 1), dut.fabric_facing.eq(fabric)]
     flush = Signal(name="env_flush")
-    m.d.comb += flush.eq(past(m, dut.up, "env_was_up", init=1) & ~dut.up)
+    env_was_up = past(m, dut.up, "env_was_up", init=1)
+    m.d.comb += flush.eq(env_was_up & ~dut.up)
 
     # --- admission, as the ports report it ---------------------------------------------------------
     dscp = field(IPV6, c_head, "dscp", base=OUTER_OFFSET)
@@ -372,9 +490,19 @@ def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control
     m.d.comb += Assert(~o.fire | (sent.count != 0), "a beat out of a dequeued frame")
 
     # --- the frame out against the frame in ---------------------------------------------------------
-    head_len, head_trim = sent.head[:len_width], sent.head[len_width]
+    def e_len(e):
+        return e[:len_width]
+
+    def e_trim(e):
+        return e[len_width]
+
+    def stored_of(e):
+        """The bytes the block keeps of ghost entry ``e``: min(trim_size, n) when trimmed."""
+        return Mux(e_trim(e) & (e_len(e) > trim_size), trim_size, e_len(e))
+
+    head_len, head_trim = e_len(sent.head), e_trim(sent.head)
     expected = Signal(len_width, name="expected_bytes")
-    m.d.comb += expected.eq(Mux(head_trim & (head_len > trim_size), trim_size, head_len))
+    m.d.comb += expected.eq(stored_of(sent.head))
     beats_out = Signal(range(max_frame // beat_bytes + 2), name="beats_out")
     with m.If(o.fire):
         m.d.sync += beats_out.eq(Mux(beat.last, 0, beats_out + 1))
@@ -393,11 +521,94 @@ def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control
                "never a frame longer than it received"),
     ]
 
+    if invariants:
+        lb = exact_log2(beat_bytes)
+
+        def beats_of(e):
+            return (stored_of(e) + beat_bytes - 1) >> lb
+
+        def keep_of(e):
+            """``tkeep`` of the last beat of ghost entry ``e``'s frame out."""
+            used = (stored_of(e) - 1)[:lb] + 1
+            return ((Const(1, beat_bytes + 1) << used) - 1)[:beat_bytes]
+
+        def admitted(e, control):
+            """Ghost entry ``e`` is a frame the harness lets in (the environment's assumption
+            and the block's trimming rule, both checked where the entry is pushed)."""
+            ok = (e_len(e) >= MIN_FRAME) & (e_len(e) <= max_frame) & \
+                (~e_trim(e) | (e_len(e) >= TRIM_MIN_BYTES))
+            return ok if control else ok & ~e_trim(e)
+
+        def held(ghost, control, what):
+            for j, e in enumerate(ghost.entries):
+                m.d.comb += Assert(~(j < ghost.count) | admitted(e, control),
+                                   f"inv {what}: entry {j} a frame let in")
+
+        q = [dut.q_data, dut.q_control]
+        for k, (ghost, fifo) in enumerate(zip(ghosts, fifos)):
+            qn = "dc"[k]
+            # Pushed from the admission (length assumed 54..max_frame, trimming asserted).
+            held(ghost, k, f"queue {qn}")
+            # q adds the stored bytes of each frame enqueued and drops the dequeued frame's
+            # (its descriptor, which is the ghost's head); a frame is enqueued only if it fits.
+            total = sum(Mux(j < ghost.count, stored_of(e), 0)
+                        for j, e in enumerate(ghost.entries))
+            m.d.comb += [
+                Assert(q[k] == total, f"inv queue {qn}: q = bytes of the frames waiting"),
+                Assert(q[k] <= dut.limits[k], f"inv queue {qn}: q within its limit"),
+            ]
+            # The descriptor FIFO is written with each frame enqueued, read on each dequeue, as
+            # the ghost; both are cleared by the flush.
+            m.d.comb += [
+                # (the sum widened: ``level`` wraps an inner level out of range)
+                Assert(fifo.inner_level + fifo.r_rdy == ghost.count,
+                       f"inv queue {qn}: descriptors = ghost"),
+                Assert(~fifo.r_rdy | (fifo.r_data == stored_of(ghost.entries[0])),
+                       f"inv queue {qn}: descriptor out = ghost head"),
+            ]
+            for j, slot in enumerate(fifo.slots):
+                e = Mux(fifo.r_rdy, ghost.entries[j + 1], ghost.entries[j])
+                m.d.comb += Assert(~(j < fifo.inner_level) | (slot == stored_of(e)),
+                                   f"inv queue {qn}: descriptor slot {j} = ghost")
+
+        # The reader. A dequeue (only with nothing left to read) pushes ghost_out and loads
+        # ``reading`` with the frame's beats, ``r_keep`` with its last tkeep; each beat issued
+        # goes into the output register (only when it is free) and decrements ``reading``; the
+        # last beat taken pops ghost_out.
+        reading = find_signal(frag, "reading")
+        r_keep = find_signal(frag, "r_keep")
+        ov, ol, okeep = dut.m_axis.valid, beat.last, beat.keep
+        holds_last = Signal(name="inv_holds_last")
+        being_read = Signal(name="inv_being_read")
+        m.d.comb += [holds_last.eq(ov & ol), being_read.eq(reading != 0)]
+        held(sent, 1, "out")
+        rd = Mux(holds_last, sent.entries[1], sent.entries[0])   # the frame being read
+        m.d.comb += [
+            Assert(sent.count == holds_last + being_read,
+                   "inv out: frames dequeued = last beat held + frame being read"),
+            Assert(~(ov & ~ol) | being_read, "inv out: a beat before the last: frame being read"),
+            Assert(~being_read | (r_keep == keep_of(rd)), "inv out: r_keep of the frame read"),
+            # Nothing of the next frame is read before the last beat of the one before is taken
+            # (a beat is issued only into a free output register).
+            Assert(~(being_read & holds_last) | (reading == beats_of(sent.entries[1])),
+                   "inv out: next frame unread behind a held last beat"),
+            Assert(~(being_read & ~holds_last) |
+                   (beats_out + ov + reading == beats_of(sent.head)),
+                   "inv out: beats taken + held + to read = the frame's beats"),
+            Assert(~holds_last | ((beats_out + 1 == beats_of(sent.head)) &
+                                  (okeep == keep_of(sent.head))),
+                   "inv out: a held last beat is its frame's last, with its tkeep"),
+            Assert(~(ov & ~ol) | (okeep == full_keep), "inv out: a held beat before the last full"),
+            Assert((sent.count != 0) | (beats_out == 0), "inv out: no frame, no beat counted"),
+            # Both follow up with the same init and reset.
+            Assert(find_signal(frag, "was_up") == env_was_up, "inv: the harness's flush"),
+        ]
+
     covers = {
         "next_frame_dequeued_behind_a_last_beat": o.fire & beat.last & (sent.count == 2),
         "output_stalled": dut.m_axis.valid & ~dut.m_axis.ready,
     }
-    if cover >= 20:
+    if cover is not None and cover >= 20:
         # A data frame served past waiting control frames (after one control frame sent,
         # step 16), and a trimmed frame (at least 17 beats) out, in step 19 at the earliest.
         covers["data_frame_after_control_burst"] = dut.dequeue & ~pick & (frames[1] != 0)
@@ -413,4 +624,4 @@ def switch_egress_harness(data_width=64, core_width=256, data_limit=128, control
         covers["frame_sent_whole_across_a_flush"] = o.fire & beat.last & flushed_while_sent
     _covers(m, covers)
     ports = [c_valid, c_dest, c_head, w_data, up, fabric] + o.free_ports()
-    return m, ports, {"bmc": bmc, "cover": cover, "memory_map": not data}
+    return m, ports, {"bmc": bmc, "prove": prove, "cover": cover, "memory_map": not data}

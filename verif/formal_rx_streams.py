@@ -4,9 +4,10 @@
 ``(module, ports, depths)``).
 
 - :func:`switch_arbiter_harness`: the switch's round-robin input arbiter (inductive);
-- :func:`switch_ingress_harness`: a switch ingress port (bounded);
+- :func:`switch_ingress_harness`: a switch ingress port (inductive, or bounded);
 - :func:`rx_plane_buffer_harness`: one plane's receive frame buffer (bounded);
-- :func:`plane_merge_harness`: the NIC's plane merge, two planes and their buffers (bounded);
+- :func:`plane_merge_harness`: the NIC's plane merge, two planes and their buffers (inductive,
+  or bounded);
 - :func:`rx_parser_harness`: the NIC's receive parser (bounded).
 
 Each harness assumes the stream rules (docs/protocol.md section 8) of the sources that drive
@@ -60,6 +61,63 @@ def _first_set_from(m, bits, start, n, name):
                     p = (s + d) % n
                     with m.If(bits[p]):
                         m.d.comb += out.eq(p)
+    return out
+
+
+# -- block RAM as registers (for the inductive proofs) ---------------------------------------------
+
+class _RegisterMemoryPlatform(str):
+    """The ``"formal"`` platform (a ``str`` equal to it: the FIFOs of ``amaranth.lib.fifo`` keep
+    their own formal checks) whose ``get_memory`` builds every :class:`amaranth.lib.memory.Memory`
+    of the block as registers with the same ports and timing: a write port writes its row at the
+    clock edge; a synchronous read port is not transparent (it gives the row as it was before a
+    write in the same cycle), its ``data`` changes only on ``en`` and, like a block RAM's, not on
+    reset (its first value is 0 where the RAM's is undefined: a base case the RAM also has); the
+    rows start at ``init`` and are not reset. An induction invariant can then name the rows:
+    ``memories`` lists ``(memory, rows)`` in the order they were built."""
+
+    def __new__(cls):
+        self = super().__new__(cls, "formal")
+        self.memories = []
+        return self
+
+    def get_memory(self, memory):
+        from amaranth.hdl import Elaboratable
+
+        index = len(self.memories)
+        rows = [Signal(memory.shape, name=f"ram{index}_row{j}", reset_less=True,
+                       init=memory.init[j]) for j in range(memory.depth)]
+        self.memories.append((memory, rows))
+
+        class RegisterRam(Elaboratable):
+            def elaborate(self, platform):
+                m = Module()
+                for port in memory.write_ports:
+                    assert port.domain == "sync" and len(port.en) == 1, "one enable, sync"
+                    for j, row in enumerate(rows):
+                        with m.If(port.en & (port.addr == j)):
+                            m.d.sync += row.eq(port.data)
+                for n, port in enumerate(memory.read_ports):
+                    value = _pick(rows, port.addr)
+                    if port.domain == "comb":
+                        m.d.comb += port.data.eq(value)
+                        continue
+                    assert port.domain == "sync" and not port.transparent_for, "plain sync read"
+                    q = Signal(memory.shape, name=f"ram{index}_rd{n}", reset_less=True)
+                    with m.If(port.en):
+                        m.d.sync += q.eq(value)
+                    m.d.comb += port.data.eq(q)
+                return m
+
+        return RegisterRam()
+
+
+def _pick(values, index):
+    """``values[index]`` (a Mux chain; the first value past the end)."""
+    index = Value.cast(index)
+    out = values[0]
+    for j in range(1, len(values)):
+        out = Mux(index == j, values[j], out)
     return out
 
 
@@ -273,6 +331,7 @@ class _LinkFrames:
                                             keep == (1 << lanes) - 1))
         # bytes of the frame, this beat included (saturating)
         count = Signal(bytes_width, name=f"{name}_count")
+        self.count = count                    # bytes of the frame before this beat
         nbytes = Mux(self.last, _popcount(s_axis.p.keep), lanes)
         wide = Signal(bytes_width + 1, name=f"{name}_total_wide")
         m.d.comb += wide.eq(count + nbytes)
@@ -307,7 +366,8 @@ class _LinkFrames:
 # -- switch ingress ---------------------------------------------------------------------------
 
 def switch_ingress_harness(data_width=128, core_width=256, depth_words=4, max_frame=64, *,
-                           block=None, bmc=10, cover=12, empty_last=False):
+                           block=None, bmc=10, cover=12, empty_last=False, prove=None,
+                           overflow_cover=True):
     """SwitchIngress (W = ``data_width``, C = ``core_width``, a FIFO of ``depth_words`` words,
     frames of at most ``max_frame`` bytes): any link traffic (any beat in any cycle, any length,
     ``tuser`` and Payload Length; ``tkeep`` all ones but on the last beat, contiguous from lane 0
@@ -333,17 +393,29 @@ def switch_ingress_harness(data_width=128, core_width=256, depth_words=4, max_fr
     - words read are the kept frames' words in order: after a read, ``rd_data`` is word ``w`` of
       the frame being read (its tag: never a word overwritten, never a dropped frame's word).
 
-    Bounded (the words and the descriptors are block RAM an induction would have to name).
+    ``prove`` (k): unbounded, by k-induction of that depth, with the block's two block RAMs (the
+    word FIFO and the descriptor FIFO's storage, ``SyncFIFOBuffered``'s inner memory) built as
+    registers of the same ports and timing (:class:`_RegisterMemoryPlatform`; the block's own
+    logic and the FIFO's unchanged), so that the invariants of
+    :func:`_switch_ingress_invariants` can name what they hold: the frame being received (bytes,
+    slot, the beats of the word being built, words written) against the harness's link
+    tracking, the pointers against the kept words, every word of every frame in the FIFO (taken
+    and being read, or kept and not yet taken) tagged in the RAM at its place, the descriptor
+    FIFO's entries the ghost queue's byte counts. ``prove=None`` (BMC of ``bmc`` cycles from
+    reset) checks the block as it is, its RAMs as memories.
     ``empty_last`` also allows a last beat with no byte (``tkeep`` 0), outside the convention:
     it adds no byte and no word (``test_switch_ingress_empty_last_beat``, which found the block
     writing a word for it that its reader never read, the words of the frames after it then
-    shifted; fixed)."""
+    shifted; fixed). ``overflow_cover`` False leaves out the overflow cover (a larger FIFO
+    fills beyond the cover depth)."""
     from rtl.switch_ingress import SwitchIngress
 
     block = block or SwitchIngress
     m = Module()
     dut = block(data_width, core_width, depth_words, max_frame)
-    frag = Fragment.get(dut, "formal")
+    inductive = prove is not None
+    platform = _RegisterMemoryPlatform() if inductive else "formal"
+    frag = Fragment.get(dut, platform)
     m.submodules.dut = frag
     assert dut.s_axis.signature.always_ready, "the link port has no tready"
     per_word = core_width // data_width
@@ -394,29 +466,185 @@ def switch_ingress_harness(data_width=128, core_width=256, depth_words=4, max_fr
     # --- reading: the frames taken, word by word -------------------------------------------------
     words_of = lambda nbytes: (nbytes + wbytes - 1) // wbytes
     frame_read, rd_words = _frame_reader(m, link, offer.fire, dut.rd_en, dut.rd_data,
-                                         words_of(head_bytes), head_frame, per_word, "rd")
+                                         words_of(head_bytes), head_frame, per_word, "rd",
+                                         depth=max(3, n_frames - 1))
     # kept_words: words of kept frames not yet read (the harness's FIFO level)
     m.d.sync += kept_words.eq(kept_words + Mux(kept, cur_words + word_done, 0) - dut.rd_en)
+
+    if inductive:
+        _switch_ingress_invariants(m, frag, dut, platform.memories, link, ghost=ghost,
+                                   kept_words=kept_words, cur_words=cur_words,
+                                   saw_full=saw_full, waiting=waiting, empty_last=empty_last)
 
     stalled = past(m, dut.f_valid & ~dut.f_take, "f_was_stalled")
     covers = {
         "frame_taken_after_a_stall": offer.fire & stalled,
         "two_frames_kept": kept & (ghost.count == 1),
         "whole_frame_read": frame_read & (rd_words == words_of(max_frame)),
-        "overflow_drop": dut.ev_overflow,
         "malformed_drop": dut.ev_malformed & ~link.bad,
         "oversize_drop": dut.ev_malformed & (link.total > max_frame),
     }
+    if overflow_cover:     # a full FIFO: depth_words words kept, then one more
+        covers["overflow_drop"] = dut.ev_overflow
     _covers(m, covers)
     s = dut.s_axis
     ports = [s.valid, Value.cast(s.payload), dut.f_take, dut.rd_en]
-    return m, ports, {"bmc": bmc, "cover": cover}
+    depths = {"prove": prove} if inductive else {"bmc": bmc}
+    depths["cover"] = cover
+    return m, ports, depths
+
+
+def _switch_ingress_invariants(m, frag, dut, memories, link, *, ghost, kept_words, cur_words,
+                               saw_full, waiting, empty_last):
+    """The invariants that make :func:`switch_ingress_harness`'s properties inductive: what the
+    block's registers (the frame being received, the pointers, the word RAM and the descriptor
+    FIFO, both as registers) hold against the harness's ghosts (the link frame's beats and bytes,
+    the kept frames not yet taken, the frames taken and not yet read)."""
+    from amaranth.utils import exact_log2
+
+    from .formal_tx_streams import _harness_signal
+
+    assert not empty_last, "the proof follows the port convention (tkeep[0] on a last beat)"
+    W, C, D = dut.data_width, dut.core_width, dut.depth_words
+    per_word, wbytes, lanes = C // W, C // 8, W // 8
+    bw, ab = dut.bytes_width, exact_log2(D)
+    pb = exact_log2(per_word)
+    max_frame = dut.max_frame
+    min_words = -(-54 // wbytes)
+    max_words = -(-max_frame // wbytes)
+    sig = lambda name: find_signal(frag, name)
+    wp, cwp, rp = sig("wp"), sig("cwp"), sig("rp")
+    slot, count, oversize, overflow = sig("slot"), sig("count"), sig("oversize"), sig("overflow")
+    held = [sig(f"held{i}") for i in range(per_word - 1)]
+    (_, rows), = [(mem, r) for mem, r in memories if len(r) == D and len(r[0]) == C]
+    (_, fifo_rows), = [(mem, r) for mem, r in memories if r is not rows]   # the descriptors
+    inner_level, consume = sig("inner_level"), sig("consume")
+    inv = []
+
+    def ring(value):                  # a pointer difference, modulo the pointers' wrap
+        return Value.cast(value)[:ab + 1]
+
+    # The frame being received. Its beats before this one are all full (tkeep all ones but on
+    # the last beat), so the bytes so far are the beats times the lanes (saturating).
+    beat = link.beat
+    cap = (1 << len(link.count)) - 1
+    full_bytes = Signal(16, name="inv_beat_bytes")
+    m.d.comb += full_bytes.eq(beat * lanes)
+    inv += [
+        (link.count == Mux(full_bytes > cap, cap, full_bytes), "the frame's bytes: its beats"),
+        # the block stops counting bytes (and writing) once the frame is longer than max_frame
+        (oversize == (link.count > max_frame), "oversize: more than max_frame bytes so far"),
+        (oversize | (count == link.count), "the block's byte count is the harness's"),
+        # a frame not oversize has fewer than 256 beats: the beat index modulo R is the slot
+        (oversize | (slot == beat[:pb]) if pb else Const(1), "the beat's slot in its word"),
+        # words written of the frame so far: all of them until it overflowed or grew too long
+        (overflow | oversize | (ring(wp - cwp) == cur_words), "the frame's words written"),
+        (oversize | (ring(wp - cwp) <= cur_words), "the frame's words written (at most)"),
+        (oversize | (cur_words == (beat >> pb)), "the harness's words of the frame so far"),
+        (~overflow | saw_full, "an overflow found the FIFO full"),
+    ]
+    # the beats of the word being built: beat j of it is beat (beat - slot + j) of the frame
+    for i, reg in enumerate(held):
+        inv.append((oversize | (slot <= i) |
+                    (reg[:8] == link.tag(link.frame, beat - slot + i)),
+                    f"held{i}: beat {i} of the word being built"))
+
+    # The pointers: the words of the kept frames not yet read, then the frame's words written.
+    inv += [
+        (ring(cwp - rp) == kept_words, "the kept words: end of the last kept frame - read"),
+        (ring(wp - rp) <= D, "the words held fit the FIFO"),
+        (ring(cwp - rp) <= ring(wp - rp), "the frame being written after the kept words"),
+    ]
+
+    # The frames in the FIFO, oldest first: those taken and not yet read whole (the reader's
+    # ghost: words, frame; the oldest read up to rd_word), then those kept and not yet taken.
+    t_count = _harness_signal(m, "rd_taken_count")
+    t_entries = [_harness_signal(m, f"rd_taken{j}") for j in range(max(3, D // min_words))]
+    r_word = _harness_signal(m, "rd_word")
+    chain = []                                   # (valid, words, frame, first unread word)
+    for j, e in enumerate(t_entries):
+        chain.append((t_count > j, e[:8], e[8:8 + link.frame_bits], r_word if j == 0 else 0))
+    for j, e in enumerate(ghost.entries):
+        g_bytes = e[:bw]
+        chain.append((ghost.count > j, (g_bytes + wbytes - 1) >> exact_log2(wbytes),
+                      e[bw:bw + link.frame_bits], 0))
+    inv += [
+        ((t_count != 0) | (r_word == 0), "no word of a frame read before it is taken"),
+        ((t_count == 0) | (r_word < t_entries[0][:8]), "the oldest frame taken not read whole"),
+        (t_count + ghost.count <= D // min_words, "the frames in the FIFO: at least their "
+                                                  "shortest words each"),
+    ]
+    for j, e in enumerate(ghost.entries):
+        inv.append(((ghost.count <= j) | ((e[:bw] >= 54) & (e[:bw] <= max_frame)),
+                    f"kept frame {j}: 54..max_frame bytes"))
+    for j, e in enumerate(t_entries):
+        inv.append(((t_count <= j) | ((e[:8] >= min_words) & (e[:8] <= max_words)),
+                    f"taken frame {j}: its words"))
+    # each frame's words lie from its first word on, one after the other, up to cwp; each word
+    # in the RAM carries its tag (frame, first beat) in byte 0
+    # (offsets from the oldest frame's first word, not modulo the RAM: they add up to the
+    # kept words, at most D)
+    start = Signal(ab + 1, name="inv_start")
+    m.d.comb += start.eq(rp - r_word)
+    offset = Const(0, 12)
+    for n, (valid, words, frame, first) in enumerate(chain):
+        for w in range(max_words):
+            here = valid & (w < words) & (w >= first)
+            addr = (start + offset + w)[:ab]
+            inv.append((~here | (_pick(rows, addr)[:8] ==
+                                 link.tag(frame, Const(w * per_word, 8))),
+                        f"frame {n} in the FIFO: word {w} in the RAM"))
+        nxt = Signal(12, name=f"inv_offset{n + 1}")
+        m.d.comb += nxt.eq(offset + Mux(valid, words, 0))
+        offset = nxt
+    inv += [(offset - r_word == kept_words, "the frames in the FIFO: the kept words"),
+            (kept_words <= D, "the kept words fit the FIFO")]
+    # the words of the frame being received
+    for w in range(D):
+        addr = (cwp + w)[:ab]
+        inv.append((~(w < ring(wp - cwp)) |
+                    (_pick(rows, addr)[:8] == link.tag(link.frame, Const(w * per_word, 8))),
+                    f"the frame being written: word {w} in the RAM"))
+
+    # The descriptor FIFO (SyncFIFOBuffered: an inner FIFO and the output register r_data): the
+    # byte counts of the kept frames not yet taken, oldest first.
+    inv += [
+        (inner_level + dut.f_valid == ghost.count, "descriptor FIFO level = kept frames"),
+        (~dut.f_valid | (dut.f_bytes == ghost.entries[0][:bw]), "the descriptor offered"),
+    ]
+    inner_depth = len(fifo_rows)
+    for j in range(inner_depth):
+        at = Mux(dut.f_valid, j + 1, j)
+        entry = _pick([e[:bw] for e in ghost.entries], at)
+        addr = (consume + j) % inner_depth if inner_depth & (inner_depth - 1) else None
+        if addr is None:
+            idx = Signal(range(inner_depth), name=f"inv_fifo_idx{j}")
+            m.d.comb += idx.eq(Mux(consume + j >= inner_depth, consume + j - inner_depth,
+                                   consume + j))
+            addr = idx
+        inv.append((~(j < inner_level) | (_pick(fifo_rows, addr) == entry[:len(fifo_rows[0])]),
+                    f"descriptor FIFO entry {j}"))
+    # a kept frame waits for the offer one cycle at most (the output register is refilled
+    # from the inner FIFO in the cycle after it empties)
+    inv += [
+        (waiting <= 1, "a kept frame waits one cycle at most"),
+        ((waiting == 0) | dut.f_valid, "after a cycle of waiting it is offered"),
+    ]
+    _assert_invariants(m, inv, "inv_si")
+
+
+def _assert_invariants(m, inv, prefix):
+    """Assert each ``(condition, text)`` of ``inv``, through a signal ``<prefix><n>`` that a
+    counterexample of the induction shows (0 where the invariant broke)."""
+    for n, (cond, text) in enumerate(inv):
+        ok = Signal(name=f"{prefix}{n}")
+        m.d.comb += [ok.eq(cond), Assert(ok, f"inv: {text}")]
 
 
 # -- the reader of a frame store (plane buffer, switch ingress) --------------------------------
 
 def _frame_reader(m, link, f_fire, rd_en, rd_data, words_new, frame_new, per_word, name, *,
-                  in_turn=False):
+                  in_turn=False, depth=3):
     """The reader's promise and the words it reads: frames are taken in the order offered
     (``f_fire``, with ``words_new`` words, link frame number ``frame_new``); ``rd_en`` (assumed)
     only for a word of a frame taken, the first in the take's cycle at the earliest. Asserted:
@@ -425,7 +653,7 @@ def _frame_reader(m, link, f_fire, rd_en, rd_data, words_new, frame_new, per_wor
     all read (assumed; the plane merge's order). Returns ``(frame_read, words)``: a frame's
     last word read this cycle, and the words of
     the frame being read."""
-    taken = GhostFifo(m, 3, 8 + link.frame_bits, f"{name}_taken")   # (words, frame) taken
+    taken = GhostFifo(m, depth, 8 + link.frame_bits, f"{name}_taken")  # (words, frame) taken
     r_word = Signal(8, name=f"{name}_word")                          # words of the head read
     rd_frame = Mux(taken.count != 0, taken.head[8:], frame_new)
     rd_word = Mux(taken.count != 0, r_word, 0)
@@ -607,7 +835,7 @@ def rx_plane_buffer_harness(data_width=128, core_width=128, body_words=2, header
 # -- NIC plane merge ----------------------------------------------------------------------------
 
 def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2, *, block=None,
-                        bmc=8, cover=8, deep_covers=False):
+                        bmc=8, cover=8, deep_covers=False, prove=None):
     """PlaneMerge (N = ``n_planes``, W = ``data_width``, C = N x W, each plane's
     :class:`rtl.rx_plane_buffer.RxPlaneBuffer` with ``header_slots`` slots and ``body_words``
     body words): any traffic on every plane port (any beat in any cycle; ``tkeep`` contiguous on
@@ -624,7 +852,20 @@ def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2,
       count and ``no_buffer`` with it, ``m_plane`` its plane; at most the frame's words, all of
       them when neither NO_BUFFER nor cut; each plane's frames leave in their order.
 
-    Bounded (two plane buffers of block RAM). With 2 header slots a frame was lost (a bug of
+    ``prove`` (k): unbounded, by k-induction of that depth, with every block RAM of the two
+    plane buffers (the frame RAM and the descriptor FIFO's inner memory) built as registers of
+    the same ports and timing (:class:`_RegisterMemoryPlatform`; the merge's, the buffers' and
+    the FIFOs' logic unchanged), and the ghosts' byte and word counts as wide as the block's
+    (17 bits of bytes, saturating like the block's: a frame of any length is reachable there).
+    The invariants (:func:`_plane_merge_invariants`, :func:`_plane_buffer_invariants`) tie the
+    merge's output registers (``remaining``, ``current``, ``out_plane``, ``m_last``, the words
+    of the frame granted) to the frame out, and in each buffer the frame being received (beat,
+    byte count, slot, word index, decision, body words, stored words, cut), the slot and body
+    pointers, the read registers, the descriptors (delay line, FIFO, output register: one per
+    ghost entry, in order) and every unread word of every kept frame in the RAM (its tag, at
+    the slot and body position the pointers give it) to the plane's ghost queue.
+    ``prove=None``: bounded, the block as it is (its RAMs as memories). With 2 header slots a
+    frame was lost (a bug of
     :class:`rtl.rx_plane_buffer.RxPlaneBuffer`, now fixed: its descriptor FIFO,
     ``SyncFIFOBuffered`` of depth 2, refused a write in the cycle after a write into it while
     empty, so the descriptor of a frame kept one cycle after another was dropped and its slot
@@ -635,12 +876,19 @@ def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2,
     two-word frame and a NO_BUFFER frame out (step 9)."""
     from models.rx_front import NO_BUFFER, STORED
     from rtl.plane_merge import PlaneMerge
+    from rtl.rx_plane_buffer import LENGTH_BITS
 
     block = block or PlaneMerge
     m = Module()
     dut = block(n_planes, data_width, body_words, header_slots)
-    frag = Fragment.get(dut, "formal")
+    inductive = prove is not None
+    platform = _RegisterMemoryPlatform() if inductive else "formal"
+    frag = Fragment.get(dut, platform)
     m.submodules.dut = frag
+    # the ghosts' byte and word counts: as wide as the block's (saturating at 2^17 - 1 bytes)
+    # for the proof, where any frame length is reachable; 12 and 8 bits suffice for the BMC
+    lb, wdb = (LENGTH_BITS, dut.words_bits) if inductive else (12, 8)
+    planes = []
     C = dut.core_width
     per_word = C // data_width
     wbytes = C // 8
@@ -663,21 +911,23 @@ def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2,
                        "a frame's words from one plane")
     for p in range(n_planes):
         s = getattr(dut, f"s{p}_axis")
-        link = _LinkFrames(m, s, f"l{p}", beat_bits=3, frame_bits=4, bytes_width=12,
+        link = _LinkFrames(m, s, f"l{p}", beat_bits=3, frame_bits=4, bytes_width=lb,
                            ident=(p, pb))
         outcome = dut.plane_outcome[p]
         kept = link.end & ((outcome == STORED) | (outcome == NO_BUFFER))
         m.d.comb += Assert(dut.plane_end[p] == link.end, f"plane {p}: an end per frame")
-        ghost = GhostFifo(m, header_slots + 1, 12 + 1 + 8 + 4, f"p{p}_kept")
+        ghost = GhostFifo(m, header_slots + 1, lb + 1 + wdb + 4, f"p{p}_kept")
         words = (link.total + wbytes - 1) // wbytes
         mine = dut.m_plane == p
         m.d.comb += [ghost.push_en.eq(kept),
-                     ghost.push_val.eq(Cat(link.total, outcome == NO_BUFFER, words[:8],
+                     ghost.push_val.eq(Cat(link.total, outcome == NO_BUFFER, words[:wdb],
                                            link.frame)),
                      ghost.pop_en.eq(last_fire & mine)]
         ghost.elaborate()
+        planes.append((link, ghost))
         g = ghost.head
-        g_bytes, g_nobuf, g_words, g_frame = g[:12], g[12], g[13:21], g[21:25]
+        g_bytes, g_nobuf = g[:lb], g[lb]
+        g_words, g_frame = g[lb + 1:lb + 1 + wdb], g[lb + 1 + wdb:lb + 5 + wdb]
         v = dut.m_valid & mine
         m.d.comb += [
             Assert(~v | (ghost.count != 0), f"plane {p}: a frame out was kept"),
@@ -694,6 +944,9 @@ def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2,
     grant = dut.decision_trace.grant
     m.d.comb += Assert(~grant | (~dut.m_valid & ~in_frame) | last_fire,
                        "no grant while a frame is out (not interleaved)")
+    if inductive:
+        _plane_merge_invariants(m, frag, dut, platform.memories, planes, lb=lb, wdb=wdb,
+                                in_frame=in_frame, word=word, cur_plane=cur_plane)
 
     stalled = past(m, dut.m_valid & ~dut.m_ready, "m_was_stalled")
     covers = {
@@ -711,7 +964,281 @@ def plane_merge_harness(n_planes=2, data_width=64, body_words=2, header_slots=2,
         s = getattr(dut, f"s{p}_axis")
         ports += [s.valid, Value.cast(s.payload)]
     ports.append(dut.m_ready)
-    return m, ports, {"bmc": bmc, "cover": cover}
+    depths = {"prove": prove} if inductive else {"bmc": bmc}
+    depths["cover"] = cover
+    return m, ports, depths
+
+
+def _plane_merge_invariants(m, frag, dut, memories, planes, *, lb, wdb, in_frame, word,
+                            cur_plane):
+    """The invariants that make :func:`plane_merge_harness`'s properties inductive: the merge's
+    output state against the frame out (its plane's ghost head), and in each plane buffer the
+    frame being received, the pointers, the descriptors (delay line, FIFO) and the words in the
+    RAM (as registers) against the plane's ghost queue of kept frames."""
+    N, C = dut.n_planes, dut.core_width
+    hw, S, B = dut.slot_words, dut.header_slots, dut.body_words
+    head_region = S * hw
+    inv = []
+    sigm = lambda name: find_signal(frag, name)
+    remaining, current, out_plane = sigm("remaining"), sigm("current"), sigm("out_plane")
+    v = dut.m_valid
+
+    # --- the merge: the frame out ---------------------------------------------------------------
+    # the words of the frame granted (its descriptor's f_words, taken at the grant)
+    g_stored = Signal(dut.words_bits, name="h_out_words")
+    chosen = dut.decision_trace.grant_plane
+    f_words = [find_signal(frag.find_subfragment(f"plane{p}"), "f_words") for p in range(N)]
+    with m.If(dut.decision_trace.grant):
+        m.d.sync += g_stored.eq(_pick(f_words, chosen))
+    inv += [
+        ((current == dut.m_plane) & (out_plane == dut.m_plane), "current, out_plane: m_plane"),
+        (in_frame == (word != 0), "inside a frame: a word of it taken"),
+        (~in_frame | v, "inside a frame the next word is offered"),
+        (~in_frame | (cur_plane == dut.m_plane), "inside a frame: its plane"),
+        ((remaining == 0) | v, "words left: the frame is out"),
+        (~v | (word < g_stored), "the word offered within the frame's words"),
+        (~v | (remaining == g_stored - word - 1), "the words left of the frame out"),
+        (~v | (dut.m_last == (remaining == 0)), "m_last on the frame's last word"),
+    ]
+    for p, (link, ghost) in enumerate(planes):
+        sub = frag.find_subfragment(f"plane{p}")
+        (_, rows), (_, fifo_rows) = memories[2 * p], memories[2 * p + 1]
+        assert len(rows) == head_region + B and len(rows[0]) == C
+        inv += _plane_buffer_invariants(m, sub, p, dut, rows, fifo_rows, link, ghost, lb=lb,
+                                        wdb=wdb, g_stored=g_stored, word=word,
+                                        f_words=f_words[p])
+    _assert_invariants(m, inv, "inv_pm")
+
+
+def _plane_buffer_invariants(m, sub, p, dut, rows, fifo_rows, link, ghost, *, lb, wdb, g_stored,
+                             word, f_words):
+    """The invariants of plane ``p``'s buffer (fragment ``sub``, RAM ``rows``, descriptor FIFO
+    storage ``fifo_rows``) against its ghost queue ``ghost`` of kept frames (oldest first: the
+    frame out at the merge, if it is this plane's, then the descriptors in the FIFO's output
+    register, in the FIFO, in the delay line) and its link tracking ``link``."""
+    from amaranth.utils import exact_log2
+
+    from rtl.rx_plane_buffer import ICRC_LATENCY, LENGTH_BITS
+
+    W, C = dut.data_width, dut.core_width
+    per_word, lanes = C // W, W // 8
+    hw, S, B = dut.slot_words, dut.header_slots, dut.body_words
+    head_region = S * hw
+    pbits, sbits, bbits = exact_log2(per_word), exact_log2(S), exact_log2(B)
+    wbits = dut.words_bits
+    pl_beat = 18 // lanes
+    sig = lambda name: find_signal(sub, name)
+    n = {name: sig(name) for name in (
+        "slot_w", "slot_r", "slot_wbase", "slot_rbase", "body_wp", "body_cwp", "body_rp",
+        "slot_i", "count", "in_frame", "has_slot", "beat", "decided", "room", "needed", "wj",
+        "body_written", "stored", "truncated", "inner_level", "consume", "head_left",
+        "body_left", "head_index", "f_valid", "f_length", "f_no_buffer", "f_truncated")}
+    held = [sig(f"held{i}") for i in range(per_word - 1)]
+    dvalid = [sig(f"desc{i}_valid") for i in range(ICRC_LATENCY)]
+    ddata = [sig(f"desc{i}_data") for i in range(ICRC_LATENCY)]
+    inv = []
+    T = f"plane {p}: "
+
+    def entry(e):                                   # a ghost entry's fields
+        return SimpleNamespace(bytes=e[:lb], nobuf=e[lb], words=e[lb + 1:lb + 1 + wdb],
+                               frame=e[lb + 1 + wdb:lb + 5 + wdb])
+
+    def desc(d):                                    # a descriptor's fields (the block's order)
+        return SimpleNamespace(length=d[:LENGTH_BITS], words=d[LENGTH_BITS:LENGTH_BITS + wbits],
+                               nobuf=d[LENGTH_BITS + wbits], trunc=d[LENGTH_BITS + wbits + 1])
+
+    def body_of(words):
+        return Mux(words > hw, words - hw, 0)
+
+    def ring(value, bits):
+        return Value.cast(value)[:bits + 1]
+
+    out = Signal(name=f"inv_p{p}_out")              # this plane's frame is out at the merge
+    m.d.comb += out.eq(dut.m_valid & (dut.m_plane == p))
+    e0 = entry(ghost.entries[0])
+
+    # --- the frame out: its descriptor at the merge, the buffer's read registers -----------------
+    n_read = Signal(wbits, name=f"inv_p{p}_read")   # words of it read
+    m.d.comb += n_read.eq(word + 1)
+    th = Signal(wbits, name=f"inv_p{p}_take_head")
+    m.d.comb += th.eq(Mux(g_stored > hw, hw, g_stored))
+    inv += [
+        (~out | ((g_stored != 0) & (g_stored <= e0.words) & (g_stored <= hw + B)),
+         T + "the frame out: its words stored"),
+        (~out | dut.m_no_buffer | dut.m_truncated | (g_stored == e0.words),
+         T + "the frame out: all its words unless cut"),
+        (~out | ~dut.m_no_buffer | (g_stored <= hw), T + "the frame out: NO_BUFFER, header only"),
+        (~out | ((dut.m_length == e0.bytes) & (dut.m_no_buffer == e0.nobuf)),
+         T + "the frame out: its descriptor"),
+        (Mux(out, n["head_left"] == th - Mux(n_read > th, th, n_read), n["head_left"] == 0),
+         T + "header words left to read"),
+        (Mux(out, n["body_left"] == g_stored - Mux(n_read > th, n_read, th),
+             n["body_left"] == 0), T + "body words left to read"),
+        (~out | (n["head_left"] == 0) | (n["head_index"] == n_read), T + "the header word next"),
+    ]
+
+    # --- the descriptors, oldest first: FIFO output register, FIFO, delay line --------------------
+    inner_level, consume = n["inner_level"], n["consume"]
+    inner_depth = len(fifo_rows)
+    slots_d = [(n["f_valid"], SimpleNamespace(length=n["f_length"], words=f_words,
+                                              nobuf=n["f_no_buffer"], trunc=n["f_truncated"]),
+                "the descriptor offered")]
+    for j in range(inner_depth):
+        idx = Signal(range(inner_depth), name=f"inv_p{p}_fifo_idx{j}")
+        m.d.comb += idx.eq((consume + j) % inner_depth if inner_depth & (inner_depth - 1) == 0
+                           else Mux(consume + j >= inner_depth, consume + j - inner_depth,
+                                    consume + j))
+        slots_d.append((inner_level > j, desc(_pick(fifo_rows, idx)), f"FIFO entry {j}"))
+    for i in reversed(range(ICRC_LATENCY)):
+        slots_d.append((dvalid[i], desc(ddata[i]), f"delay stage {i}"))
+    inv.append((ghost.count == out + sum(vd for vd, _, _ in slots_d), T + "kept frames: "
+                "the frame out, the descriptors"))
+    # walk them: ghost index, header slot, body position
+    hdr_out = Signal(name=f"inv_p{p}_hdr_out")
+    m.d.comb += hdr_out.eq(out & (n["head_left"] != 0))
+    index = out
+    slot_k = n["slot_r"] + hdr_out
+    body_at = Signal(bbits + 2, name=f"inv_p{p}_body0")
+    m.d.comb += body_at.eq(n["body_rp"] + Mux(out, n["body_left"], 0))
+    body_total = Signal(8, name=f"inv_p{p}_body_sum0")
+    m.d.comb += body_total.eq(Mux(out, n["body_left"], 0))
+    walked = []                                 # (valid, descriptor, ghost index, slot, body)
+    for k, (vd, d, text) in enumerate(slots_d):
+        gi = Signal(range(len(ghost.entries) + 8), name=f"inv_p{p}_gidx{k}")
+        m.d.comb += gi.eq(index)
+        walked.append((vd, d, gi, slot_k, body_at))
+        nxt_index = Signal(range(len(ghost.entries) + 8), name=f"inv_p{p}_gidx_next{k}")
+        m.d.comb += nxt_index.eq(index + vd)
+        index = nxt_index
+        nxt_slot = Signal(sbits + 1, name=f"inv_p{p}_slot{k + 1}")
+        m.d.comb += nxt_slot.eq(slot_k + vd)
+        slot_k = nxt_slot
+        nxt_body = Signal(bbits + 2, name=f"inv_p{p}_body{k + 1}")
+        m.d.comb += nxt_body.eq(body_at + Mux(vd, body_of(d.words), 0))
+        body_at = nxt_body
+        nxt_total = Signal(8, name=f"inv_p{p}_body_sum{k + 1}")
+        m.d.comb += nxt_total.eq(body_total + Mux(vd, body_of(d.words), 0))
+        body_total = nxt_total
+    # each ghost entry j (kept frame j, oldest first) and its descriptor: the frame out's for
+    # entry 0 while this plane's frame is out, else the j-th valid descriptor
+    entries = []                    # (valid, frame, words stored, first unread, slot, body)
+    for j, g in enumerate(ghost.entries):
+        e = entry(g)
+        out_here = out if j == 0 else Const(0)
+
+        def field(get, default, name):
+            value = default
+            for vd, d, gi, slot, body in walked:
+                value = Mux(vd & (gi == j), get(d, slot, body), value)
+            sig_ = Signal(len(Value.cast(default)), name=f"inv_p{p}_e{j}_{name}")
+            m.d.comb += sig_.eq(value)
+            return sig_
+
+        length = field(lambda d, sl, bo: d.length, Const(0, LENGTH_BITS), "length")
+        words = field(lambda d, sl, bo: d.words, Const(0, wbits), "words")
+        nobuf = field(lambda d, sl, bo: d.nobuf, Const(0, 1), "nobuf")
+        trunc = field(lambda d, sl, bo: d.trunc, Const(0, 1), "trunc")
+        slot = field(lambda d, sl, bo: sl, Const(0, sbits + 1), "slot")
+        body = field(lambda d, sl, bo: bo, Const(0, bbits + 2), "body")
+        here = (ghost.count > j) & ~out_here
+        text = f"kept frame {j}'s descriptor"
+        inv += [
+            (~here | (length == e.bytes), T + text + ": the frame's bytes"),
+            (~here | (nobuf == e.nobuf), T + text + ": no_buffer"),
+            (~here | ((words != 0) & (words <= e.words) & (words <= hw + B)),
+             T + text + ": its words stored"),
+            (~here | nobuf | trunc | (words == e.words), T + text + ": all words unless cut"),
+            (~here | ~nobuf | (words <= hw), T + text + ": NO_BUFFER, header only"),
+        ]
+        if j == 0:
+            words = Mux(out, g_stored, words)
+            slot = Mux(out, n["slot_r"], slot)
+            body = Mux(out, n["body_rp"], body)
+        first = Mux(out_here, n_read, 0) if j == 0 else Const(0, wbits)
+        entries.append((ghost.count > j, e.frame, words, first, slot, body, f"kept frame {j}"))
+
+    # --- pointers -------------------------------------------------------------------------------
+    used = ring(n["slot_w"] - n["slot_r"], sbits)
+    inv += [
+        (used == hdr_out + (ghost.count - out), T + "slots in use: frames with a header unread"),
+        (used <= S, T + "slots in use at most the slots"),
+        (n["slot_rbase"] == (n["slot_r"] % S) * hw, T + "slot_rbase"),
+        (n["slot_wbase"] == (n["slot_w"] % S) * hw, T + "slot_wbase"),
+        (ring(n["body_cwp"] - n["body_rp"], bbits) == body_total,
+         T + "body words kept: the frames' unread body words"),
+        (ring(n["body_wp"] - n["body_cwp"], bbits) == n["body_written"],
+         T + "body words of the frame being received"),
+        (ring(n["body_wp"] - n["body_rp"], bbits) <= B, T + "body words within the ring"),
+        (body_total + n["body_written"] <= B, T + "body words kept and written fit the ring"),
+        (n["needed"] <= B, T + "the body words a frame may write fit the ring"),
+    ]
+
+    # --- the frame being received --------------------------------------------------------------
+    beat = link.beat
+    lim = hw + B + 1
+    in_f, has_slot, decided, room = n["in_frame"], n["has_slot"], n["decided"], n["room"]
+    wj, bwr, stored = n["wj"], n["body_written"], n["stored"]
+    free = B - ring(n["body_wp"] - n["body_rp"], bbits)
+    full_bytes = Signal(16, name=f"inv_p{p}_beat_bytes")
+    m.d.comb += full_bytes.eq(beat * lanes)
+    inv += [
+        (in_f == (beat != 0), T + "in a frame: a beat of it seen"),
+        (n["beat"] == Mux(beat > pl_beat + 1, pl_beat + 1, beat), T + "the block's beat index"),
+        (Mux(beat == 255, link.count >= full_bytes, link.count == full_bytes),
+         T + "bytes so far: full beats (the beat index saturates at 255)"),
+        (n["count"] == link.count, T + "the block's byte count"),
+        ((beat == 255) | (n["slot_i"] == beat[:pbits]) if pbits else Const(1),
+         T + "the beat's slot in its word"),
+        (wj == Mux((beat >> pbits) > lim, lim, beat >> pbits), T + "the word index"),
+        (decided == (beat > pl_beat), T + "decided after the Payload Length"),
+        (in_f | ((stored == 0) & ~n["truncated"]), T + "nothing stored between frames"),
+        (~in_f | (stored == Mux(has_slot, Mux(wj > hw, hw, wj) + bwr, 0)),
+         T + "the words stored of the frame"),
+        ((in_f & has_slot & decided & room) | (bwr == 0), T + "body words only with room"),
+        (~decided | ~room | ((bwr <= n["needed"]) & (n["needed"] - bwr <= free)),
+         T + "the body words it may still write are free"),
+        (~(in_f & has_slot & decided & room) | n["truncated"] |
+         (bwr == Mux(wj > hw, wj - hw, 0)), T + "every body word so far written unless cut"),
+        # cut: a body word found every body word it may write written (and none since)
+        (~n["truncated"] | (in_f & has_slot & decided & room & (bwr == n["needed"]) &
+                            (wj > hw)),
+         T + "cut only at a body word, once the body words it may write are written"),
+        (bwr <= Mux(wj > hw, wj - hw, 0), T + "body words written: words past the header"),
+        (~(in_f & has_slot) | (used < S), T + "the frame's slot is not in use"),
+    ]
+    for i, reg in enumerate(held):
+        inv.append(((beat == 255) | (n["slot_i"] <= i) |
+                    (reg[:8] == link.tag(link.frame, beat - n["slot_i"] + i)),
+                    T + f"held{i}: beat {i} of the word being built"))
+
+    # --- the words in the RAM: each word of a kept frame not yet read, and each word of the frame
+    # being received, written, carries its tag (frame, first beat) in byte 0 --------------------
+    def head_row(slot, w):
+        return _pick([rows[s * hw + w] for s in range(S)], Value.cast(slot)[:sbits] if sbits
+                     else 0)
+
+    def body_row(pos):
+        return _pick([rows[head_region + b] for b in range(B)], Value.cast(pos)[:bbits])
+
+    for k, (valid, frame, words, first, slot, body_pos, text) in enumerate(entries):
+        body_first = Mux(first > hw, first, hw)          # its first unread body word
+        for w in range(hw + B):
+            tag = link.tag(frame, Const(w * per_word, 8))
+            here = valid & (w < words) & (w >= first)
+            if w < hw:
+                row = head_row(slot, w)
+            else:
+                row = body_row(body_pos + (w - body_first))
+            inv.append((~here | (row[:8] == tag), T + text + f": word {w} in the RAM"))
+    for w in range(hw):
+        inv.append((~(in_f & has_slot & (w < wj)) |
+                    (head_row(n["slot_w"], w)[:8] == link.tag(link.frame, Const(w * per_word, 8))),
+                    T + f"the frame being received: header word {w} in the RAM"))
+    for i in range(B):
+        inv.append((~(i < bwr) | (body_row(n["body_cwp"] + i)[:8] ==
+                                  link.tag(link.frame, Const((hw + i) * per_word, 8))),
+                    T + f"the frame being received: body word {i} in the RAM"))
+    return inv
 
 
 # -- NIC receive parser --------------------------------------------------------------------------

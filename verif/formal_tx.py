@@ -9,9 +9,13 @@ and ``rst`` free, assumes the stream rules (docs/protocol.md section 8) of the s
 the block's inputs, asserts them of its outputs and covers the interesting case of each property.
 """
 
+from types import SimpleNamespace
+from unittest import mock
+
 from amaranth.hdl import Array, Assert, Assume, Cat, Cover, Fragment, Module, Mux, Signal
 
 from .formal import StreamPort, find_signal, free_const, past
+from .formal_tx_streams import _assigns, _register_fifo_class, source_of
 
 __all__ = ["spray_scheduler_harness", "segmenter_psn_limit_harness", "un_stage_harness"]
 
@@ -177,7 +181,7 @@ def spray_scheduler_harness(n_qps=1, n_planes=2, slots=2, backups=1, *, inductiv
 
 def segmenter_psn_limit_harness(n_qps=1, wrs_per_qp=2, pmtu=256, data_width=64,
                                 max_outstanding=2, *, block=None, bmc=10, cover=12,
-                                small_payload=True):
+                                small_payload=True, prove=None):
     """Segmenter (the block of TxEngine that enforces the PSN limit; the whole engine, with the
     scheduler, path building, header inserter and splitter, is far beyond what smtbmc unrolls
     here): under any work requests, retransmit requests, retires, PSN_LIMIT records, AXI read
@@ -200,21 +204,46 @@ def segmenter_psn_limit_harness(n_qps=1, wrs_per_qp=2, pmtu=256, data_width=64,
       the R channel assumed.
 
     ``small_payload`` holds the work requests' addresses, R_Key, immediate and request id and
-    the R data at 0 (none steers a PSN decision) and lengths below 2 PMTU; bounded (the record
-    and fetch FIFOs are memories of 8 entries that no induction invariant here names). Covers:
-    a new PSN decided one below the limit (the last one it allows) and seen on ``m_pkt``; a QP
-    held at its limit with packets unsent; a decision across the PSN wrap (0xFFFFFF); a
-    payload beat out.
-    """
-    from types import SimpleNamespace
+    the R data at 0 (none steers a PSN decision) and lengths below 2 PMTU.
 
+    ``prove`` None: bounded (BMC ``bmc`` cycles from reset, the block as it is). ``prove`` = k:
+    the same properties by k-induction (from any state: unbounded), of the segmenter with its
+    record FIFO (a ``SyncFIFOBuffered`` of 8 TX_PACKET records, a memory no invariant can name)
+    swapped for a register FIFO of the same ports (:func:`_register_fifo_class`: ``r_data``
+    from slot 0; a record written is offered one cycle later instead of two, nothing else of
+    the block changes; the fetch FIFO and the read queue stay as they are, they feed no
+    property). The invariants, on the block's registers by name (:func:`_segmenter_invariants`):
+    the harness's limit and enable copies are the block's (``psn_limit_<q>``, bit 31 of
+    ``seg_qp<q>_context``); the decisions not yet out are the records in the S1..S3 stages and
+    the record FIFO (at most 8: a decision waits for room); decision k, while inside, sits at
+    the place its distance from the output names, with its ``rtx`` and, when new, its QP and
+    PSN; a new decision k was before its limit. Covers: a new PSN decided one below the limit
+    (the last one it allows) and seen on ``m_pkt``; a QP held at its limit with packets unsent;
+    a decision across the PSN wrap (0xFFFFFF); a payload beat out.
+    """
     from models.segmenter import QP_CONTEXT
     from rtl.segmenter import Segmenter
 
     block = block or Segmenter
     m = Module()
     dut = block(data_width, n_qps, wrs_per_qp, pmtu, max_outstanding)
-    frag = Fragment.get(dut, "formal")
+    made = []
+    if prove is not None:
+        from rtl import segmenter as segmenter_mod
+        from rtl.common import records
+        register_fifo = _register_fifo_class(made)
+        buffered = segmenter_mod.SyncFIFOBuffered
+
+        def fifo(*, width, depth):      # the record FIFO only (its width: one TX_PACKET)
+            if width == records.TX_PACKET.size:
+                return register_fifo(width=width, depth=depth)
+            return buffered(width=width, depth=depth)
+        with mock.patch.object(segmenter_mod, "SyncFIFOBuffered", fifo):
+            frag = Fragment.get(dut, "formal")
+        if len(made) != 1:
+            raise LookupError(f"segmenter harness: {len(made)} record FIFOs swapped, not 1")
+    else:
+        frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     axi = dut.m_axi
     ins = [StreamPort(getattr(dut, n), "in", n[2:]).elaborate(m)
@@ -280,6 +309,8 @@ def segmenter_psn_limit_harness(n_qps=1, wrs_per_qp=2, pmtu=256, data_width=64,
                "new record k carries decision k's QP and PSN"),
         Assert(~out_k | p.rtx | tag_before, "a new PSN out was before its limit at decision"),
     ]
+    if prove is not None:
+        _segmenter_invariants(m, frag, made[0], locals())
     blocked = Cat(*(en[q] & (next_psn[q] != alloc[q]) & ~_serial_before(next_psn[q], lim[q])
                     & (find_signal(frag, f"retx_waiting_{q}") == 0)
                     for q in range(n_qps))).any()
@@ -294,12 +325,202 @@ def segmenter_psn_limit_harness(n_qps=1, wrs_per_qp=2, pmtu=256, data_width=64,
         [axi.rvalid, axi.rdata, axi.rresp, axi.rid, axi.rlast] + \
         pkt.free_ports() + pay.free_ports() + ar.free_ports() + \
         [k_port, dut.cfg_addr, dut.cfg_wdata, dut.cfg_we]
+    if prove is not None:
+        return m, ports, {"prove": prove, "cover": cover}
     return m, ports, {"bmc": bmc, "cover": cover}
+
+
+def _segmenter_invariants(m, frag, rec_fifo, h):
+    """The strengthening invariants of :func:`segmenter_psn_limit_harness`'s k-induction
+    (``h``: the harness's locals), each true in every reachable state; the reason is beside
+    each."""
+    from rtl.common import records
+
+    dut, n_qps, lim, en = h["dut"], h["n_qps"], h["lim"], h["en"]
+    pkt, k, decisions = h["pkt"], h["k"], h["decisions"]
+    tag_seen, tag_rtx, tag_q, tag_psn = h["tag_seen"], h["tag_rtx"], h["tag_q"], h["tag_psn"]
+    tag_before = h["tag_before"]
+    for q in range(n_qps):
+        # The copies change on the same events as the block's registers: a context write sets
+        # both (limit = start PSN, enable = bit 31), a PSN_LIMIT record of an enabled QP below
+        # n_qps (the block's l_take) sets both limits; rst clears both.
+        m.d.comb += [
+            Assert(lim[q] == find_signal(frag, f"psn_limit_{q}"),
+                   f"inv: limit copy {q} is the block's psn_limit"),
+            Assert(en[q] == find_signal(frag, f"seg_qp{q}_context")[31],
+                   f"inv: enable copy {q} is the block's"),
+        ]
+    # The S1..S3 pipeline registers, named through the registers they feed (the RTL leaves
+    # s1/s2 unnamed): s3_valid <- s2_valid <- s1_valid, s3.rtx <- s2_rtx <- s1_rtx, ...
+    s3 = records.TX_PACKET(find_signal(frag, "s3"))
+    s3_valid = find_signal(frag, "s3_valid")
+    s2_valid = source_of(frag, "s3_valid")
+    s1_valid = _driver(frag, s2_valid)
+    s2_rtx, s2_q = _driver(frag, s3.rtx), _driver(frag, s3.qpn)
+    s1_rtx, s1_q = _driver(frag, s2_rtx), _driver(frag, s2_q)
+    s2_psn, s1_psn = find_signal(frag, "s2_psn"), find_signal(frag, "s1_psn")
+    level = rec_fifo.level
+    # Decisions not yet out: one per valid stage, then the FIFO's records (each decision
+    # enters S1, moves one stage per cycle, is written into the FIFO from S3 and leaves it on
+    # m_pkt; nothing else writes or drops one).
+    held = Signal(6, name="inv_held")
+    m.d.comb += held.eq(decisions - pkt.taken)
+    in_flight = Signal(3, name="inv_in_flight")
+    m.d.comb += in_flight.eq(s1_valid + s2_valid + s3_valid)
+    m.d.comb += [
+        Assert(held == level + in_flight, "inv: decisions not out = stages + FIFO records"),
+        # a decision waits until the FIFO has room for the stages' records and its own
+        # (decide_room: level + in_flight < 8), so the FIFO is never written full
+        Assert(level + in_flight <= rec_fifo.depth, "inv: FIFO room for the records in flight"),
+    ]
+    # Decision k while inside (its distance from the output below held) was seen, and sits at
+    # that distance: FIFO slot j, then S3, S2, S1 (oldest first).
+    dist = Signal(6, name="inv_k_dist")
+    m.d.comb += dist.eq(k - pkt.taken)
+    inside = Signal(name="inv_k_inside")
+    m.d.comb += inside.eq(dist < held)
+    m.d.comb += [
+        Assert(~inside | tag_seen, "inv: decision k inside was seen"),
+        # the harness asserts "before" at every new decision and tag_before copies it
+        Assert(~tag_seen | tag_rtx | tag_before, "inv: a new decision k was before its limit"),
+    ]
+
+    def is_k(rtx, qpn, psn):
+        return (rtx == tag_rtx) & (rtx | ((qpn == tag_q) & (psn == tag_psn)))
+
+    for j, slot in enumerate(rec_fifo.slots):
+        r = records.TX_PACKET(slot)
+        m.d.comb += Assert(~((dist == j) & (j < level)) | is_k(r.rtx, r.qpn, r.psn),
+                           f"inv: decision k in FIFO slot {j}")
+    at3 = Signal(6, name="inv_pos_s3")
+    at2 = Signal(6, name="inv_pos_s2")
+    at1 = Signal(6, name="inv_pos_s1")
+    m.d.comb += [at3.eq(level), at2.eq(level + s3_valid), at1.eq(level + s3_valid + s2_valid)]
+    m.d.comb += [
+        Assert(~(s3_valid & (dist == at3)) | is_k(s3.rtx, s3.qpn, s3.psn),
+               "inv: decision k in S3"),
+        Assert(~(s2_valid & (dist == at2)) | is_k(s2_rtx, s2_q, s2_psn),
+               "inv: decision k in S2"),
+        Assert(~(s1_valid & (dist == at1)) | is_k(s1_rtx, s1_q, s1_psn),
+               "inv: decision k in S1"),
+    ]
+
+
+def _driver(fragment, target):
+    """The signal ``s`` of the one assignment ``target.eq(s)`` in ``fragment`` (``target`` a
+    signal or a field of one, compared as the statement's left side): names an unnamed register
+    of a block through the register it feeds, as :func:`verif.formal_tx_streams.source_of` does
+    by name. Raises ``LookupError`` unless there is exactly one."""
+    from amaranth.hdl import Value
+    from amaranth.hdl._ast import Slice
+
+    def key(value):     # a signal by identity, a field (slice of a signal) by its bits
+        if isinstance(value, Slice) and isinstance(value.value, Signal):
+            return (id(value.value), value.start, value.stop)
+        return (id(value),) if isinstance(value, Signal) else None
+
+    want = key(Value.cast(target))
+    found = {}
+    for statements in fragment.statements.values():
+        for stmt in _assigns(statements):
+            if key(stmt.lhs) == want and isinstance(stmt.rhs, Signal):
+                found[id(stmt.rhs)] = stmt.rhs
+    if want is None or len(found) != 1:
+        raise LookupError(f"_driver: {len(found)} signals assigned to {target!r}")
+    return next(iter(found.values()))
 
 
 # -- uN stage (docs/protocol.md 3, 8) -------------------------------------------------------------
 
-def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cover=18):
+def _register_memory_class(made, ghost_width=8):
+    """A stand-in for :class:`amaranth.lib.memory.Memory` with its words in registers
+    (``words``): the ports a block uses as there (``write_port()``: ``addr``, ``data``, ``en``,
+    written at the clock edge; ``read_port(domain="comb")``: ``addr``, ``data``, asynchronous),
+    contents an induction invariant can name. Beside each word a *ghost* word (``ghosts``, not
+    read by the block) takes ``ghost_w`` (driven by the harness) at each write, so that the
+    harness can tag what it stores. Each instance made is appended to ``made``."""
+    from amaranth.hdl import Elaboratable, Shape
+
+    class RegisterMemory(Elaboratable):
+        def __init__(self, *, shape, depth, init=()):
+            width = Shape.cast(shape).width
+            self.depth = depth
+            n = len(made)
+            self.words = [Signal(width, name=f"mem{n}_word{j}") for j in range(depth)]
+            self.ghosts = [Signal(ghost_width, name=f"mem{n}_ghost{j}") for j in range(depth)]
+            self.ghost_w = Signal(ghost_width, name=f"mem{n}_ghost_w")
+            self._writes, self._reads = [], []
+            self._width = width
+            made.append(self)
+
+        def write_port(self):
+            port = SimpleNamespace(addr=Signal(range(self.depth), name="rm_w_addr"),
+                                   data=Signal(self._width, name="rm_w_data"),
+                                   en=Signal(name="rm_w_en"))
+            self._writes.append(port)
+            return port
+
+        def read_port(self, domain="comb"):
+            if domain != "comb":
+                raise NotImplementedError("RegisterMemory: asynchronous read ports only")
+            port = SimpleNamespace(addr=Signal(range(self.depth), name="rm_r_addr"),
+                                   data=Signal(self._width, name="rm_r_data"))
+            self._reads.append(port)
+            return port
+
+        def elaborate(self, platform):
+            m = Module()
+            for w in self._writes:
+                for j, word in enumerate(self.words):
+                    with m.If(w.en & (w.addr == j)):
+                        m.d.sync += [word.eq(w.data), self.ghosts[j].eq(self.ghost_w)]
+            for r in self._reads:
+                m.d.comb += r.data.eq(Array(self.words)[r.addr])
+            return m
+
+    return RegisterMemory
+
+
+def _ghost_fifo_class(made, ghost_width=8):
+    """:func:`verif.formal_tx_streams._register_fifo_class` (a ``SyncFIFO`` with its storage in
+    registers: ``slots``, slot 0 the head, shifted on a read; ``r_data`` combinational from the
+    head; ``w_rdy``/``r_rdy``/``level`` as there) with a ghost word beside each slot
+    (``ghosts``, written from ``ghost_w``, which the harness drives; the block never reads it),
+    moving with its slot. Each instance made is appended to ``made``."""
+    from amaranth.lib.fifo import SyncFIFO
+
+    class GhostFifo(SyncFIFO):
+        def __init__(self, *, width, depth):
+            super().__init__(width=width, depth=depth)
+            n = len(made)
+            self.slots = [Signal(width, name=f"fifo{n}_slot{j}") for j in range(depth)]
+            self.ghosts = [Signal(ghost_width, name=f"fifo{n}_ghost{j}") for j in range(depth)]
+            self.ghost_w = Signal(ghost_width, name=f"fifo{n}_ghost_w")
+            made.append(self)
+
+        def elaborate(self, platform):
+            m = Module()
+            slots, ghosts, level = self.slots, self.ghosts, self.level
+            m.d.comb += [
+                self.w_rdy.eq(level != self.depth), self.r_rdy.eq(level != 0),
+                self.w_level.eq(level), self.r_level.eq(level), self.r_data.eq(slots[0]),
+            ]
+            do_read = self.r_rdy & self.r_en
+            do_write = self.w_rdy & self.w_en
+            at = level - do_read
+            for store, new in ((slots, self.w_data), (ghosts, self.ghost_w)):
+                for j in range(self.depth):
+                    shifted = Mux(do_read, store[j + 1] if j + 1 < self.depth else store[j],
+                                  store[j])
+                    m.d.sync += store[j].eq(Mux(do_write & (at == j), new, shifted))
+            m.d.sync += level.eq(level + do_write - do_read)
+            return m
+
+    return GhostFifo
+
+
+def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cover=18,
+                     prove=None, data=True, invariants=True):
     """UnStage (W = 64, one table entry, 1-bit ports; table, own block and uSID free through
     the configuration port): under any frames in (the stream rules of ``s_axis`` assumed; any
     lengths, tkeep, Ethernet and IPv6 fields), asserted:
@@ -312,18 +533,52 @@ def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cove
       whose header completed, frames out never exceed forwarded decisions;
     - ``tdest`` constant over a frame.
 
-    Bounded: the first frame's header takes 7 beats at W = 64 and its first beat leaves
-    ``H + 4`` = 11 cycles after it entered. Covers: a frame forwarded whole (its ``tlast`` out),
-    a frame dropped, an output stall inside a frame.
+    ``prove`` None: bounded (BMC ``bmc`` cycles from reset, the block as it is): the first
+    frame's header takes 7 beats at W = 64 and its first beat leaves ``H + 4`` = 11 cycles after
+    it entered. The counting properties are then stated modulo ``2**8`` ("beats in minus beats
+    out at most 128"), which only holds for traces shorter than 128 dropped beats or frames.
+
+    ``prove`` = k: k-induction (from any state: unbounded) of the exact forms that imply them,
+    with the beats and frames the block discards counted (a beat leaving the beat FIFO under a
+    drop decision, ``move`` with ``head.drop``; a frame discarded: its last beat so): beats in
+    less beats out less beats discarded is at most the FIFO depth + 1 (never negative: no beat
+    invented); frames in less frames out less frames discarded likewise, and is not 0 when a
+    ``tlast`` leaves; frames discarded never exceed the drop decisions of the decision port,
+    frames out never exceed its forward decisions. The block's beat FIFO
+    (``SyncFIFOBuffered``) is swapped for a register FIFO of the same ports
+    (:func:`verif.formal_tx_streams._register_fifo_class`: ``r_data`` from slot 0, a beat is at
+    the output one cycle earlier) and its decision queue (a ``Memory``) for registers
+    (:func:`_register_memory_class`, same ports and timing); the rest of the block is unchanged.
+    The invariants (:func:`_un_stage_invariants`) read its registers by name. Experimental: at
+    W = 64 with ``data=False`` the induction step does not finish within 15 minutes (k = 1 and
+    k = 2, yices, 2026-12-04), so no test runs it and the block's proof stays the bounded one.
+    Covers: a frame forwarded whole (its ``tlast`` out), a frame dropped, an output stall inside
+    a frame.
     """
+    from rtl import un_stage as un_mod
     from rtl.un_stage import UnStage
 
     m = Module()
     dut = UnStage(data_width, table_depth, port_width, decision_port=True)
-    frag = Fragment.get(dut, "formal")
+    fifos, mems = [], []
+    if prove is not None:
+        with mock.patch.object(un_mod, "SyncFIFOBuffered", _ghost_fifo_class(fifos)), \
+                mock.patch.object(un_mod, "Memory", _register_memory_class(mems, 16)):
+            frag = Fragment.get(dut, "formal")
+        if (len(fifos), len(mems)) != (1, 1):
+            raise LookupError(f"un_stage harness: {len(fifos)} FIFOs, {len(mems)} memories "
+                              "swapped, not 1 and 1")
+    else:
+        frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     i = StreamPort(dut.s_axis, "in", "i").elaborate(m)
-    o = StreamPort(dut.m_axis, "out", "o").elaborate(m)
+    if data:
+        o = StreamPort(dut.m_axis, "out", "o").elaborate(m)
+    else:       # the stream rules without tdata (nothing then reads the data path)
+        q = dut.m_axis.p
+        o = StreamPort(SimpleNamespace(valid=dut.m_axis.valid, ready=dut.m_axis.ready,
+                                       payload=Cat(q.keep, q.last, q.user, q.dest)),
+                       "out", "o").elaborate(m)
     i_frames = Signal(8, name="i_frames")
     o_frames = Signal(8, name="o_frames")
     fwd = Signal(8, name="forwarded")
@@ -336,10 +591,12 @@ def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cove
         m.d.sync += decisions.eq(decisions + 1)
         with m.If(dut.dec_reason == 0):
             m.d.sync += fwd.eq(fwd + 1)
-    # A frame whose last beat is in, or one whose header (the first H beats) is in.
-    in_beat = Signal(8, name="i_beat_in_frame")
+    # A frame whose last beat is in, or one whose header (the first H beats) is in (the beat
+    # index saturates at H, as the block's: a frame of any length).
+    in_beat = Signal(range(dut.header_beats + 1), name="i_beat_in_frame")
     with m.If(i.fire):
-        m.d.sync += in_beat.eq(Mux(dut.s_axis.p.last, 0, in_beat + 1))
+        m.d.sync += in_beat.eq(Mux(dut.s_axis.p.last, 0,
+                                   Mux(in_beat == dut.header_beats, in_beat, in_beat + 1)))
     headers = Signal(8, name="headers_in")
     m.d.comb += headers.eq(i_frames + (in_beat >= dut.header_beats))
     out_mid = Signal(name="o_inside_frame")
@@ -349,19 +606,203 @@ def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cove
     with m.If(o.fire & ~out_mid):
         m.d.sync += dest.eq(dut.m_axis.p.dest)
     m.d.comb += [
-        Assert((i.taken - o.taken)[:8] <= 128, "beats out never ahead of beats in"),
-        Assert((i_frames - o_frames)[:8] <= 128, "frames out never ahead of frames in"),
         Assert((headers - decisions)[:8] <= 128, "a decision per frame header, no more"),
         Assert((fwd - o_frames)[:8] <= 128, "frames out never ahead of forwarded decisions"),
-        Assert(~(o.fire & dut.m_axis.p.last) | (o_frames != i_frames),
-               "a frame's last beat out only after its last beat in"),
         Assert(~(dut.m_axis.valid & out_mid) | (dut.m_axis.p.dest == dest),
                "tdest constant over a frame"),
     ]
+    if prove is None:
+        m.d.comb += [
+            Assert((i.taken - o.taken)[:8] <= 128, "beats out never ahead of beats in"),
+            Assert((i_frames - o_frames)[:8] <= 128, "frames out never ahead of frames in"),
+            Assert(~(o.fire & dut.m_axis.p.last) | (o_frames != i_frames),
+                   "a frame's last beat out only after its last beat in"),
+        ]
+    elif invariants:
+        _un_stage_invariants(m, frag, dut, fifos[0], mems[0], locals())
     _covers(m, {
         "frame_forwarded_whole": o.fire & dut.m_axis.p.last,
         "frame_dropped": dut.dec_valid & (dut.dec_reason != 0),
         "output_stalled_inside_frame": dut.m_axis.valid & ~dut.m_axis.ready & out_mid,
     })
     ports = i.free_ports() + o.free_ports() + [dut.cfg_addr, dut.cfg_wdata, dut.cfg_we]
+    if prove is not None:
+        return m, ports, {"prove": prove, "cover": cover}
     return m, ports, {"bmc": bmc, "cover": cover}
+
+
+def _un_stage_invariants(m, frag, dut, fifo, queue, h):
+    """The exact counting properties of :func:`un_stage_harness` in ``prove`` mode and the
+    strengthening invariants of its k-induction (``h``: the harness's locals), each true in
+    every reachable state; the reason is beside each.
+
+    No invariant counts bits over the FIFO or the queue (a sum of 14 bits against a counter is
+    a pigeonhole problem the solver does not close in minutes); the harness tags instead, as
+    ghost words beside the storage: each beat in the beat FIFO with its frame's number (frames
+    whose ``tlast`` came in before it), each decision in the queue and at the head with the
+    forward and drop decisions before it. Neighbouring tags then differ by one slot's ``tlast``
+    or one entry's drop bit, and the oldest and newest tags meet the harness's counters: every
+    invariant is local."""
+    from amaranth.lib import data
+
+    from models.records import FrameUser
+
+    i, o, i_frames, o_frames = h["i"], h["o"], h["i_frames"], h["o_frames"]
+    fwd, decisions, in_beat, headers = h["fwd"], h["decisions"], h["in_beat"], h["headers"]
+    out_mid, dest = h["out_mid"], h["dest"]
+    H, W, pw = dut.header_beats, dut.data_width, dut.port_width
+    n_dec, depth = queue.depth, fifo.depth
+    beat_layout = data.StructLayout({"data": W, "keep": W // 8, "last": 1,
+                                     "user": FrameUser.WIDTH})
+    dec_layout = data.StructLayout({"drop": 1, "shift": 1, "hop_out": 8, "tail": 80,
+                                    "port": pw})
+    head = dec_layout(find_signal(frag, "head"))
+    head_valid, head_free = find_signal(frag, "head_valid"), find_signal(frag, "head_free")
+    move = find_signal(frag, "move")
+    t_valid, s1_valid = find_signal(frag, "t_valid"), find_signal(frag, "s1_valid")
+    d_valid = find_signal(frag, f"d{dut.compare_stages - 1 + dut.tree_levels + dut.scan_rows}"
+                                "_valid")
+    q_count, q_any = find_signal(frag, "dq_count"), find_signal(frag, "dq_any")
+    q_wptr, q_rptr = find_signal(frag, "dq_wptr"), find_signal(frag, "dq_rptr")
+    b_in_beat = find_signal(frag, "in_beat")
+    s_ready = find_signal(frag, "s_ready")
+    level = fifo.level
+    ov, olast = dut.m_axis.valid, dut.m_axis.p.last
+
+    # The beats and frames the block discards: beats leaving the beat FIFO under a drop.
+    gone = Signal(name="h_beat_discarded")
+    m.d.comb += gone.eq(move & head.drop)
+    dropped_beats = Signal(8, name="h_beats_discarded")
+    dropped_frames = Signal(8, name="h_frames_discarded")
+    with m.If(gone):
+        m.d.sync += dropped_beats.eq(dropped_beats + 1)
+        with m.If(beat_layout(fifo.r_data).last):
+            m.d.sync += dropped_frames.eq(dropped_frames + 1)
+    capacity = depth + 1
+    beats_inside = Signal(8, name="h_beats_inside")
+    frames_inside = Signal(8, name="h_frames_inside")
+    m.d.comb += [beats_inside.eq(i.taken - o.taken - dropped_beats),
+                 frames_inside.eq(i_frames - o_frames - dropped_frames)]
+    drops = Signal(8, name="h_drop_decisions")
+    m.d.comb += drops.eq(decisions - fwd)
+    # The exact properties (they imply the bounded forms for traces shorter than 128 drops).
+    m.d.comb += [
+        Assert(beats_inside <= capacity, "beats out never ahead of beats in (exact)"),
+        Assert(frames_inside <= capacity, "frames out never ahead of frames in (exact)"),
+        Assert(~(o.fire & olast) | (frames_inside != 0),
+               "a frame's last beat out only after its last beat in (exact)"),
+        Assert((drops - dropped_frames)[:8] <= capacity,
+               "frames discarded never ahead of drop decisions"),
+    ]
+
+    # -- the ghost tags --
+    # A beat is tagged with its frame's number, i_frames when it comes in.
+    m.d.comb += fifo.ghost_w.eq(i_frames)
+    # A decision with the forward and drop decisions before it (fwd, drops in its cycle).
+    m.d.comb += queue.ghost_w.eq(Cat(fwd, drops))
+    # The head's tags, loaded as the block loads the head (from the queue's oldest entry or
+    # straight from the decision stage).
+    gh_f = Signal(8, name="inv_head_fwd_before")
+    gh_d = Signal(8, name="inv_head_drop_before")
+    oldest_ghost = Array(queue.ghosts)[q_rptr]
+    with m.If(head_free):
+        m.d.sync += [gh_f.eq(Mux(q_any, oldest_ghost[:8], fwd)),
+                     gh_d.eq(Mux(q_any, oldest_ghost[8:], drops))]
+
+    out_last = Signal(name="inv_out_reg_last")
+    m.d.comb += out_last.eq(ov & olast)
+    # frames gone whole: forwarded and taken, discarded, or their tlast in the output register
+    frames_gone = Signal(8, name="inv_frames_gone")
+    m.d.comb += frames_gone.eq(o_frames + dropped_frames + out_last)
+    slots = [beat_layout(x) for x in fifo.slots]
+    f = fifo.ghosts
+    lasts = Signal(8, name="inv_lasts_in_fifo")
+    m.d.comb += lasts.eq(Mux(level != 0, i_frames - f[0], 0))
+    inv = []
+    for j in range(depth):
+        held = level > j
+        # consecutive beats: the same frame, or the next after a tlast
+        if j:
+            inv.append((~held | (f[j] == (f[j - 1] + slots[j - 1].last)[:8]),
+                        f"inv: FIFO slot {j}'s frame follows slot {j - 1}'s"))
+            inv.append((~held | ((f[j] - f[0])[:8] <= j), f"inv: FIFO slot {j}'s frame near"))
+        # the newest beat: its frame is the one coming in, or the one before after a tlast
+        inv.append((~(level == j + 1) | (i_frames == (f[j] + slots[j].last)[:8]),
+                    f"inv: FIFO slot {j} newest: the frame coming in"))
+    inv += [
+        # the oldest beat's frame: every frame before it is gone whole
+        (~(level != 0) | (f[0] == frames_gone), "inv: frames before the FIFO's oldest gone"),
+        (~(level == 0) | (i_frames == frames_gone), "inv: FIFO empty: every frame in gone"),
+        # The beat FIFO: never over its depth; s_ready (a register: level < depth - 2 in the
+        # cycle before) leaves room for this cycle's beat, so no beat in is ever refused.
+        (level <= depth, "inv: beat FIFO level within its depth"),
+        (~s_ready | (level <= depth - 2), "inv: s_ready only with room"),
+        # Beats in = beats out + beats discarded + beats inside (FIFO, output register).
+        (beats_inside == level + ov, "inv: beats inside = FIFO level + output register"),
+        # The harness's beat index is the block's (both saturate at H, clear on tlast).
+        (in_beat == b_in_beat, "inv: beat index in frame is the block's"),
+    ]
+    pipe = Signal(3, name="inv_decisions_in_pipe")
+    m.d.comb += pipe.eq(t_valid + s1_valid + d_valid)
+    mid_frame = Signal(name="inv_input_mid_frame")
+    untriggered = Signal(name="inv_input_header_open")
+    m.d.comb += [mid_frame.eq(b_in_beat != 0),
+                 untriggered.eq((b_in_beat != 0) & (b_in_beat < H))]
+    inv += [
+        # Every header completed is decided D cycles later, through t_valid, s1, d (one
+        # register each per frame, in order).
+        ((headers - decisions)[:8] == pipe, "inv: headers undecided = decisions in flight"),
+        # The decision queue's ring: count = wptr - rptr (mod n), flag = count != 0, and an
+        # entry queued only behind a head.
+        ((q_wptr < n_dec) & (q_rptr < n_dec) & (q_count <= n_dec),
+         "inv: queue pointers and count in range"),
+        (q_count == Mux(q_wptr >= q_rptr, q_wptr - q_rptr, q_wptr + n_dec - q_rptr)
+         + Mux((q_wptr == q_rptr) & (q_count == n_dec), n_dec, 0),
+         "inv: queue count = wptr - rptr"),
+        (q_any == (q_count != 0), "inv: queue flag"),
+        (~q_any | head_valid, "inv: a queued decision waits behind the head"),
+        # One decision per frame inside: each frame with its tlast in the FIFO, and the frame
+        # coming in (mid-frame), has exactly one decision (head, queue, pipeline), but for the
+        # frame coming in before its header completes (in_beat 1..H-1: not triggered yet).
+        # So the queue never overflows (its n entries >= the FIFO's frames).
+        (head_valid + q_count + pipe + untriggered == lasts + mid_frame,
+         "inv: one decision per frame inside"),
+        # A non-last beat in the output register: the rest of its frame is at the head (a
+        # forward, the same port); likewise after a non-last beat was taken with the register
+        # empty (the harness's frame at the output).
+        (~(ov & ~olast) | (head_valid & ~head.drop & (head.port == dut.m_axis.p.dest)),
+         "inv: a frame in the output register continues at the head"),
+        (~(out_mid & ~ov) | (head_valid & ~head.drop & (head.port == dest)),
+         "inv: a frame begun at the output continues at the head"),
+        # The head's decision: the forward decisions before it are out (or their tlast in the
+        # output register), the drop decisions before it discarded.
+        (~head_valid | ((gh_f == (o_frames + out_last)[:8]) & (gh_d == dropped_frames)),
+         "inv: decisions before the head done"),
+        (head_valid | ((fwd == (o_frames + out_last)[:8]) & (drops == dropped_frames)),
+         "inv: no head: every decision done"),
+        (~(head_valid & ~q_any) | ((fwd == (gh_f + ~head.drop)[:8]) &
+                                   (drops == (gh_d + head.drop)[:8])),
+         "inv: the head is the newest decision"),
+    ]
+    words = [dec_layout(w) for w in queue.words]
+    for j in range(n_dec):
+        age = Signal(range(n_dec), name=f"inv_q_age{j}")
+        m.d.comb += age.eq(Mux(j >= q_rptr, j - q_rptr, j + n_dec - q_rptr))
+        inq = age < q_count
+        g_f, g_d = queue.ghosts[j][:8], queue.ghosts[j][8:]
+        nxt = (j + 1) % n_dec
+        step = ((queue.ghosts[nxt][:8] == (g_f + ~words[j].drop)[:8]) &
+                (queue.ghosts[nxt][8:] == (g_d + words[j].drop)[:8]))
+        inv += [
+            # the oldest entry follows the head, each entry the one before it
+            (~(inq & (age == 0)) | ((g_f == (gh_f + ~head.drop)[:8]) &
+                                    (g_d == (gh_d + head.drop)[:8])),
+             f"inv: queue word {j} oldest: follows the head"),
+            (~(inq & (age + 1 < q_count)) | step, f"inv: queue word {nxt} follows word {j}"),
+            (~(inq & (age + 1 == q_count)) | ((fwd == (g_f + ~words[j].drop)[:8]) &
+                                             (drops == (g_d + words[j].drop)[:8])),
+             f"inv: queue word {j} newest: the last decision"),
+            (~inq | (((g_f - gh_f)[:8] <= age + 1) & ((g_d - gh_d)[:8] <= age + 1)),
+             f"inv: queue word {j}'s tags near the head's"),
+        ]
+    m.d.comb += [Assert(cond, name) for cond, name in inv]

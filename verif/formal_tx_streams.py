@@ -16,7 +16,8 @@ in the harness's docstring, with a flag that drops it.
 from types import SimpleNamespace
 from unittest import mock
 
-from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux, Signal, Value
+from amaranth.hdl import (Array, Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux,
+                          Signal, Value)
 from amaranth.hdl._ast import Assign, Switch
 from amaranth.lib.data import View
 
@@ -539,10 +540,106 @@ def link_harness(data_width=64, delay_max=0, rate_max=1, user_width=1, *, block=
     return m, ports, depths
 
 
+def _register_memory_class(made):
+    """An :class:`amaranth.lib.memory.Memory` with its rows in registers (``rows``): the same
+    ports and timing (a write port of the whole row, enable ``en``; read ports synchronous,
+    ``data`` the row at ``addr`` of the cycle before, not transparent to a write of that cycle,
+    held while ``en`` is low), contents an induction invariant can name. Each instance made is
+    appended to ``made``."""
+    from amaranth.hdl import Array, Elaboratable, Shape
+
+    class _Port(SimpleNamespace):
+        pass
+
+    class RegisterMemory(Elaboratable):
+        def __init__(self, *, shape, depth, init=(), **_kwargs):
+            self.width = Shape.cast(shape).width
+            self.depth = depth
+            index = len(made)
+            self.rows = [Signal(self.width, name=f"mem{index}_row{j}") for j in range(depth)]
+            self.write_ports, self.read_ports = [], []
+            self.index = index
+            made.append(self)
+
+        def write_port(self, *, domain="sync", granularity=None, **_kwargs):
+            assert granularity is None and domain == "sync"
+            n = len(self.write_ports)
+            port = _Port(addr=Signal(range(self.depth), name=f"mem{self.index}_w{n}_addr"),
+                         data=Signal(self.width, name=f"mem{self.index}_w{n}_data"),
+                         en=Signal(name=f"mem{self.index}_w{n}_en"))
+            self.write_ports.append(port)
+            return port
+
+        def read_port(self, *, domain="sync", transparent_for=(), **_kwargs):
+            assert domain == "sync" and not transparent_for
+            n = len(self.read_ports)
+            port = _Port(addr=Signal(range(self.depth), name=f"mem{self.index}_r{n}_addr"),
+                         data=Signal(self.width, name=f"mem{self.index}_r{n}_data"),
+                         en=Signal(init=1, name=f"mem{self.index}_r{n}_en"))
+            self.read_ports.append(port)
+            return port
+
+        def elaborate(self, platform):
+            m = Module()
+            rows = Array(self.rows)
+            for port in self.read_ports:
+                with m.If(port.en):
+                    m.d.sync += port.data.eq(rows[port.addr])
+            for port in self.write_ports:
+                for j, row in enumerate(self.rows):
+                    with m.If(port.en & (port.addr == j)):
+                        m.d.sync += row.eq(port.data)
+            return m
+
+    return RegisterMemory
+
+
+def _register_fifo_buffered_class(made):
+    """An :class:`amaranth.lib.fifo.SyncFIFOBuffered` with its inner storage in registers
+    (``slots``, slot 0 the oldest, shifted on a read) beside the same output register
+    (``r_data`` valid while ``r_rdy``): the same ports and timing (a beat written into an empty
+    FIFO is readable two cycles later, ``level`` counts the output register), contents an
+    induction invariant can name. Each instance made is appended to ``made``."""
+    from amaranth.lib.fifo import SyncFIFOBuffered
+
+    class RegisterFifoBuffered(SyncFIFOBuffered):
+        def __init__(self, *, width, depth):
+            super().__init__(width=width, depth=depth)
+            self.inner_depth = depth - 1
+            self.slots = [Signal(width, name=f"bfifo{len(made)}_slot{j}")
+                          for j in range(self.inner_depth)]
+            self.inner_level = Signal(range(depth), name=f"bfifo{len(made)}_inner_level")
+            made.append(self)
+
+        def elaborate(self, platform):
+            m = Module()
+            slots, inner, n = self.slots, self.inner_level, self.inner_depth
+            do_write = self.w_rdy & self.w_en
+            inner_r_rdy = inner != 0
+            do_inner_read = inner_r_rdy & (~self.r_rdy | self.r_en)
+            m.d.comb += [
+                self.w_rdy.eq(inner != n), self.w_level.eq(self.level),
+                self.r_level.eq(self.level), self.level.eq(inner + self.r_rdy),
+            ]
+            at = inner - do_inner_read
+            for j in range(n):
+                shifted = Mux(do_inner_read, slots[j + 1] if j + 1 < n else slots[j], slots[j])
+                m.d.sync += slots[j].eq(Mux(do_write & (at == j), self.w_data, shifted))
+            m.d.sync += inner.eq(inner + do_write - do_inner_read)
+            with m.If(do_inner_read):
+                m.d.sync += [self.r_data.eq(slots[0]), self.r_rdy.eq(1)]
+            with m.Elif(self.r_en):
+                m.d.sync += self.r_rdy.eq(0)
+            return m
+
+    return RegisterFifoBuffered
+
+
 # -- plane splitter -------------------------------------------------------------------------------
 
 def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_payload=16, *,
-                           block=None, bmc=14, cover=None, data=False, empty_last=False):
+                           block=None, bmc=14, cover=None, data=False, empty_last=False,
+                           prove=None, invariants=True, long_records=False):
     """PlaneSplitter (N = ``n_planes``, W = ``data_width``, C = ``core_width``, FIFOs for
     ``max_payload``): under any PLANE_FRAME records (any plane, below N or not, any length,
     data or control), any core frames (any lengths: matching their record or not; any
@@ -576,7 +673,20 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     and the plane port then sent on through the FIFO memory without a ``tlast``.
 
     Bounded: the plane FIFOs and the record queue are memories (block RAM) whose contents an
-    induction would have to name. Measured on this machine (shared, 2 cores): BMC 7 with
+    induction would have to name. ``prove`` = k (experimental, it does NOT close in time: no
+    test runs it) swaps them for register versions of the same ports and timing
+    (:func:`_register_memory_class`, :func:`_register_fifo_buffered_class`) and adds the
+    invariants of :func:`_plane_splitter_invariants` (route queue = record ghost, ``beat`` =
+    the frame's beats saturating at its words, entry pointers = per-plane ghost frames,
+    reservations = frames and words held plus records queued, write pointer, head frame's
+    beats out, each memory word and entry its frame's); with them the induction of the default
+    configuration (and of N = 1, C = 256) still ran past 10 minutes at k = 1 and 2 without an
+    answer on this machine. It also needs the assumption ``long_records`` False drops: a
+    record's frame is shorter than ``(2**bits_for(fifo_depth) - 1) * C/8`` bytes (1008 at the
+    default). A longer record wraps the block's word count (2049 bytes at C = 128: 129 words,
+    counted as 1), is taken with too little room reserved, and its frame, however right its
+    length, is dropped as bad_length (a k-induction counterexample; from reset it needs a
+    frame of more than 64 beats, beyond every BMC depth here). Measured on this machine (shared, 2 cores): BMC 7 with
     ``tdata`` in about 15 s, 8 without in about 30 s, 10 without in about 6 minutes (each step
     past 7 about triples the time), so the depth the issue asks for (latency 2 plus two 17-beat
     frames: 36 cycles) is out of reach; the record lengths are free, so frames of 1 to 3 beats
@@ -585,12 +695,20 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     (its record out on ``m_flush``), a frame of the wrong length dropped, a port beat taken
     after its sink stalled it.
     """
+    import rtl.plane_splitter as splitter_mod
     from rtl.plane_splitter import ROUTE_QUEUE, PlaneSplitter
 
     block = block or PlaneSplitter
     m = Module()
     dut = block(n_planes, data_width, core_width, max_payload)
-    frag = Fragment.get(dut, "formal")
+    mems, fifos = [], []
+    if prove is None:
+        frag = Fragment.get(dut, "formal")
+    else:
+        with mock.patch.object(splitter_mod, "Memory", _register_memory_class(mems)), \
+                mock.patch.object(splitter_mod, "SyncFIFOBuffered",
+                                  _register_fifo_buffered_class(fifos)):
+            frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     C, W = dut.core_width, dut.data_width
     lanes, port_lanes = C // 8, W // 8
@@ -607,6 +725,18 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     in_last = core.fire & beat_c.last
     if not empty_last:
         m.d.comb += Assume(~(dut.s_axis.valid & beat_c.last) | beat_c.keep[0])
+    if prove is not None and not long_records:
+        # A record's frame takes fewer than 2**bits_for(fifo_depth) words (1008 bytes at the
+        # default): the block counts a record's words in that many bits, so a longer one wraps
+        # (2049 bytes at C = 128: 129 words, counted as 1), is taken with too little room
+        # reserved, and its frame, however right its length, is dropped as bad_length.
+        from amaranth.utils import bits_for
+        most = ((1 << bits_for(dut.fifo_depth)) - 1) * lanes
+        m.d.comb += Assume(~dut.s_frame.valid | (rec.frame_bytes <= most))
+        if prove is not None and invariants:
+            for j, entry in enumerate(records.entries):
+                m.d.comb += Assert(~(j < records.count) | (entry[4:] <= most),
+                                   f"inv: record {j} within the record length assumed")
     m.d.comb += [records.push_en.eq(rec_in.fire), records.push_val.eq(Cat(rec.plane,
                                                                           rec.frame_bytes)),
                  records.pop_en.eq(in_last)]
@@ -615,15 +745,19 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     r_plane, r_bytes = records.head[:4], records.head[4:]
 
     # The core frame's length: its beats and the lanes kept on its last.
-    in_beats = Signal(16, name="core_beats_in_frame")
+    # Beats of the frame so far, saturating at in_max: a frame of in_max beats or more is
+    # longer than any record (frame_bytes < 2**16), so its count never wraps into a match.
+    in_max = -(-(1 << 16) // lanes)
+    in_beats = Signal(range(in_max + 1), name="core_beats_in_frame")
     with m.If(core.fire):
-        m.d.sync += in_beats.eq(Mux(beat_c.last, 0, in_beats + 1))
+        m.d.sync += in_beats.eq(Mux(beat_c.last, 0, Mux(in_beats < in_max, in_beats + 1,
+                                                        in_beats)))
     kept = Signal(range(lanes + 1), name="core_last_lanes")
     m.d.comb += kept.eq(lanes)
     for lane in reversed(range(lanes)):
         with m.If(~beat_c.keep[lane]):
             m.d.comb += kept.eq(lane)
-    got = Signal(17, name="core_frame_bytes")
+    got = Signal(18, name="core_frame_bytes")
     m.d.comb += got.eq(in_beats * lanes + kept)
     commit = Signal(name="h_commit")
     m.d.comb += commit.eq(in_last & (r_plane < n_planes) & (got == r_bytes) & (kept != 0))
@@ -640,6 +774,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     m.d.comb += [Assert(flushed_data <= 1, "a flush record per data frame flushed, no more"),
                  Assert(flushed_data == dut.m_flush.valid, "the flush register holds the record"
                         " of the data frame flushed")]
+    planes = []
     for p in range(n_planes):
         port = dut.port(p)
         o = ports_o[p]
@@ -671,6 +806,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
                    f"plane {p}: the last beat keeps the frame's last bytes"),
             Assert(~(flushed & (ob != 0)), f"plane {p}: a frame being sent is never flushed"),
         ]
+        planes.append(SimpleNamespace(q=q, ob=ob, expected=expected, push=q.push_en))
         stalled = past(m, port.valid & ~port.ready, f"o{p}_was_stalled")
         covers[f"frame_out_plane{p}"] = out_last & (ob != 0)
         covers[f"beat_after_stall_plane{p}"] = o.fire & stalled
@@ -684,16 +820,166 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     ports = rec_in.free_ports() + _axis_free(dut.s_axis, "in") + \
         [x for o in ports_o for x in o.free_ports()] + flush.free_ports() + \
         [dut.plane_down, dut.cfg_addr, dut.cfg_wdata, dut.cfg_we]
-    depths = {"bmc": bmc}
+    if prove is not None and invariants:
+        _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fifos)
+    depths = {"bmc": bmc} if prove is None else {"prove": prove}
     if cover is not None:
         depths["cover"] = cover
     return m, ports, depths
 
 
+def _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fifos):
+    """The invariants that make :func:`plane_splitter_harness`'s properties inductive, over the
+    block's registers, its route queue (``fifos[0]``, a register FIFO) and its memories
+    (``mems``: plane p's words then its entries, register rows)."""
+    from amaranth.utils import bits_for, exact_log2
+
+    from rtl.common import records as rec_layouts
+
+    npl, C, W = dut.n_planes, dut.core_width, dut.data_width
+    D, M = dut.fifo_depth, dut.route_depth
+    lanes, port_lanes = C // 8, W // 8
+    ratio = C // W
+    log_lanes, log_ratio = exact_log2(lanes), exact_log2(ratio)
+    db, mb = exact_log2(D), exact_log2(M)
+    word_bits, nbytes_bits = bits_for(D), bits_for(lanes)
+    wide = 16
+
+    def words_of(nbytes):               # the block's (truncated to its word_bits)
+        return ((nbytes + lanes - 1) >> log_lanes)[:word_bits]
+
+    def tail_of(nbytes):                # bytes in a frame's last word
+        return ((nbytes - 1) & (lanes - 1)) + 1
+
+    # The route queue is the ghost of the records taken (plane and length of each).
+    routes = fifos[0]
+    head = View(rec_layouts.PLANE_FRAME, routes.r_data)
+
+    def rec_of(value):
+        rec = View(rec_layouts.PLANE_FRAME, value)
+        return Cat(rec.plane, rec.frame_bytes)
+
+    r_rdy, inner = routes.r_rdy, routes.inner_level
+    m.d.comb += [
+        Assert(records.count == inner + r_rdy, "inv: the route queue holds the records taken"),
+        Assert(inner <= routes.inner_depth, "inv: route queue within its depth"),
+        Assert(~r_rdy | (rec_of(routes.r_data) == records.entries[0]),
+               "inv: the route queue's head is the oldest record"),
+    ]
+    for j, slot in enumerate(routes.slots):
+        g = Mux(r_rdy, records.entries[j + 1] if j + 1 < records.depth else 0,
+                records.entries[j])
+        m.d.comb += Assert(~(j < inner) | (rec_of(slot) == g), f"inv: route queue slot {j}")
+
+    # The frame coming in: its beats (saturating at its record's words), written non-last.
+    beat = find_signal(frag, "beat")
+    head_words = words_of(head.frame_bytes)
+    m.d.comb += [
+        Assert(r_rdy | ((beat == 0) & (in_beats == 0)), "inv: no beat in without a record"),
+        Assert(~r_rdy | (beat == Mux(in_beats < head_words, in_beats, head_words)),
+               "inv: beat is the frame's beats so far, saturating at its words"),
+    ]
+
+    for p, pl in enumerate(planes):
+        q, ob = pl.q, pl.ob
+        sig = {n: find_signal(frag, f"{n}_{p}") for n in (
+            "wr_ptr", "rd_ptr", "entry_wr", "entry_visible", "entry_rd", "in_frame", "sub",
+            "used_words", "used_frames")}
+        wr_ptr, rd_ptr, in_frame, sub = (sig[n] for n in ("wr_ptr", "rd_ptr", "in_frame", "sub"))
+        e_wr, e_vis, e_rd = sig["entry_wr"], sig["entry_visible"], sig["entry_rd"]
+        words, entries = mems[2 * p], mems[2 * p + 1]
+        n = q.count
+        # Frame f of the ghost (committed, not yet sent or flushed): its words and where it
+        # ends (cum[f + 1]) counted from the head frame's first word.
+        w = [Signal(word_bits + 1, name=f"inv_p{p}_frame{f}_words") for f in range(q.depth)]
+        cum = [Const(0, wide)]
+        for f in range(q.depth):
+            m.d.comb += w[f].eq((q.entries[f] + lanes - 1) >> log_lanes)
+            cum.append(Mux(f < n, cum[f] + w[f], cum[f]))
+        total = Signal(wide, name=f"inv_p{p}_committed_words")
+        m.d.comb += total.eq(cum[q.depth])
+        hw = Signal(wide, name=f"inv_p{p}_head_words_out")         # head frame's words out
+        m.d.comb += hw.eq(ob >> log_ratio)
+        committed = Signal(wide, name=f"inv_p{p}_words_held")
+        m.d.comb += committed.eq(total - hw)
+        mine = [Signal(name=f"inv_p{p}_record{j}_mine") for j in range(records.depth)]
+        rec_frames = 0
+        rec_words = 0
+        for j in range(records.depth):
+            m.d.comb += mine[j].eq((j < records.count) & (records.entries[j][:4] == p))
+            rec_frames = rec_frames + mine[j]
+            rec_words = rec_words + Mux(mine[j], words_of(records.entries[j][4:]), 0)
+        prev_commit = past(m, pl.push, f"inv_p{p}_committed_before")
+        avail = e_rd != e_vis
+        m.d.comb += [
+            # The entry pointers count the committed frames; the visible one lags a commit.
+            Assert(n == (e_wr - e_rd)[:mb + 1], f"inv: plane {p} entries = ghost frames"),
+            Assert(n <= M, f"inv: plane {p} at most {M} frames"),
+            Assert(e_vis == (e_wr - prev_commit)[:mb + 1],
+                   f"inv: plane {p} entries visible a cycle after their commit"),
+            Assert(~prev_commit | (n != 0), f"inv: plane {p} a commit is a frame held"),
+            # Room: reserved per record taken, words and a frame, given back as they leave.
+            Assert(sig["used_frames"] == n + rec_frames, f"inv: plane {p} frames reserved"),
+            Assert(sig["used_words"] == committed + rec_words, f"inv: plane {p} words reserved"),
+            Assert(sig["used_words"] <= D, f"inv: plane {p} words within the FIFO"),
+            Assert(sig["used_frames"] <= M, f"inv: plane {p} frames within the entries"),
+            Assert(wr_ptr == (rd_ptr + committed)[:db], f"inv: plane {p} write pointer"),
+            # The head frame being sent: its beats out, word by word.
+            Assert(in_frame | ((ob == 0) & (sub == 0)), f"inv: plane {p} idle: no beat out"),
+            Assert(~in_frame | ((n != 0) & (ob < pl.expected)),
+                   f"inv: plane {p} sending the head frame, inside it"),
+            Assert(sub == ob[:max(1, log_ratio)] if ratio > 1 else sub == 0,
+                   f"inv: plane {p} sub-beat"),
+        ]
+        for f in range(q.depth):
+            m.d.comb += Assert(~(f < n) | ((q.entries[f] != 0) & (q.entries[f] <= D * lanes)),
+                               f"inv: plane {p} frame {f} length")
+        # The entries memory: entry meta_rd + j is ghost frame j's (its words).
+        for e, row in enumerate(entries.rows):
+            j = Signal(mb, name=f"inv_p{p}_entry{e}_index")
+            m.d.comb += j.eq(e - e_rd[:mb])
+            wj = w[-1]
+            for f in reversed(range(q.depth - 1)):
+                wj = Mux(j == f, w[f], wj)
+            m.d.comb += Assert(~(j < n) | (row[:word_bits] == wj),
+                               f"inv: plane {p} entry {e} holds its frame's words")
+        # The words memory: each word held is its frame's (bytes, last bit); the words of the
+        # frame coming in so far are non-last and full.
+        coming = r_rdy & (head.plane == p)
+        for a, row in enumerate(words.rows):
+            off = Signal(db, name=f"inv_p{p}_word{a}_offset")
+            m.d.comb += off.eq(a - rd_ptr)
+            g = Signal(wide, name=f"inv_p{p}_word{a}_index")
+            m.d.comb += g.eq(off + hw)
+            is_last = 0
+            tail = Const(lanes, nbytes_bits)
+            for f in range(q.depth):
+                end = (f < n) & (g == cum[f + 1] - 1)
+                is_last = is_last | end
+                tail = Mux(end, tail_of(q.entries[f]), tail)
+            w_nbytes = row[C:C + nbytes_bits]
+            w_last = row[C + nbytes_bits]
+            off_in = Signal(db, name=f"inv_p{p}_word{a}_offset_in")
+            m.d.comb += off_in.eq(a - wr_ptr)
+            m.d.comb += [
+                Assert(~(off < committed) | ((w_last == is_last) & (w_nbytes == tail)),
+                       f"inv: plane {p} word {a} is its frame's"),
+                Assert(~(coming & (off_in < beat)) | (~w_last & (w_nbytes == lanes)),
+                       f"inv: plane {p} word {a} of the frame coming in"),
+            ]
+        rp, mrp = words.read_ports[0], entries.read_ports[0]
+        m.d.comb += [
+            Assert(~(in_frame | avail) | (rp.data == Array(words.rows)[rd_ptr]),
+                   f"inv: plane {p} the word read is the word at the read pointer"),
+            Assert(~avail | (mrp.data == Array(entries.rows)[e_rd[:mb]]),
+                   f"inv: plane {p} the entry read is the entry at the read pointer"),
+        ]
+
+
 # -- path building (tx_path) ----------------------------------------------------------------------
 
 def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
-                    quiet_config=True):
+                    quiet_config=True, prove=None, invariants=True, block=None):
     """TxPath (``n_qps`` QPs, N = ``n_planes``): under any data packets and control records
     (any opcode, QP, plane, length), any spray answers (the scheduler's promise assumed: an
     answer only while a request is in flight), any ``plane_ok``, ``plane_up`` and
@@ -717,15 +1003,36 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
     plane frame record presented: a stream-rule failure at step 3, found here. ``m_frame`` is
     a register now, its header and send record follow it a cycle after it is taken.)
 
-    Bounded (BMC ``bmc`` cycles from reset). A packet's decision follows its request by 3
-    cycles and its plane frame record is out one cycle later (covers need depth 5); there is no
-    frame here (records only), so the 17-beat rule does not apply. Covers: a data frame out, a control frame out, a request sent again after an
-    answer with ``found`` = 0, a plane frame record taken after it waited, a drop header out.
+    Bounded (``prove`` None: BMC ``bmc`` cycles from reset) the third property is "frames never
+    exceed the packets and control records taken", ``(taken - frames) mod 2**8 <= 128``, which
+    only holds for traces shorter than 128 drops. With ``prove`` = k the harness proves by
+    k-induction (from any state, so for every trace length) the exact form that implies it:
+    the packets and control records taken, less the frames taken and the inputs dropped (drop
+    headers written, bad control records dropped), equal the inputs inside (input register,
+    held packet, control register, plane frame record), modulo ``2**8``: no input lost, none
+    left twice, no frame invented. The invariants that make the properties inductive (with
+    ``invariants``; k = 2 closes, in about 15 s at the default configuration) read TxPath's
+    registers by name (:func:`verif.formal.find_signal`): one answer per request in flight
+    (``req.taken - ans.taken == inflight``, which the answer assumption relies on), the request
+    channel's states (``presenting``, ``pres_new``, ``inflight``, ``need_req``, ``held``) and
+    the drop step (``drop_go``) exclusive as the RTL builds them, a plane frame record before its
+    header and send record with the header register holding its frame header (opcode not 0),
+    the opcodes judged at the input (a good packet's a data opcode, a good control record's a
+    control opcode), and each fan-out copy (``sel_copy*``, ``inflight_copy*``, ``held_copy*``,
+    ``drop_copy*``, ``empty_copy*``, ``hdr_open_copy*``, ``open_copy*``) equal to the register
+    it stands for (the header pieces shut while ``m_hdr`` is valid). The block is unchanged
+    (its one memory, the QP contexts, feeds no property).
+
+    A packet's decision follows its request by 3 cycles and its plane frame record is out one
+    cycle later (covers need depth 5); there is no frame here (records only), so the 17-beat
+    rule does not apply. Covers: a data frame out, a control frame out, a request sent again
+    after an answer with ``found`` = 0, a plane frame record taken after it waited, a drop
+    header out.
     """
     from rtl.tx_path import TxPath
 
     m = Module()
-    dut = TxPath(n_qps, n_planes, max_payload)
+    dut = (block or TxPath)(n_qps, n_planes, max_payload)
     frag = Fragment.get(dut, "formal")
     m.submodules.dut = frag
     pkt = StreamPort(dut.s_pkt, "in", "pkt").elaborate(m)
@@ -756,9 +1063,12 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
                "one header record per plane frame record"),
         Assert((data_frames - send.taken)[:8] == dut.m_send.valid,
                "one send record per data frame"),
-        Assert((pkt.taken + ctl.taken - frame.taken)[:8] <= 128,
-               "frames never exceed the packets and control records taken"),
     ]
+    if prove is None:
+        m.d.comb += Assert((pkt.taken + ctl.taken - frame.taken)[:8] <= 128,
+                           "frames never exceed the packets and control records taken")
+    else:
+        _tx_path_invariants(m, frag, dut, locals(), exact=True, invariants=invariants)
     waited = past(m, dut.m_frame.valid & ~dut.m_frame.ready, "frame_waited")
     _covers(m, {
         "data_frame_out": frame.fire & dut.m_frame.p.data,
@@ -771,7 +1081,111 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
     ports = pkt.free_ports() + ctl.free_ports() + ans.free_ports() + req.free_ports() + \
         hdr.free_ports() + send.free_ports() + frame.free_ports() + \
         [dut.plane_ok, dut.plane_up, dut.tick_count, dut.cfg_addr, dut.cfg_wdata, dut.cfg_we]
-    depths = {"bmc": bmc}
+    depths = {"bmc": bmc} if prove is None else {"prove": prove}
     if cover is not None:
         depths["cover"] = cover
     return m, ports, depths
+
+
+def _tx_path_invariants(m, frag, dut, h, *, exact, invariants):
+    """The k-induction form of :func:`tx_path_harness`: the exact accounting that replaces the
+    bounded "frames never exceed" property and the invariants over TxPath's registers."""
+    from models.layouts import CONTROL_OPCODES, DATA_OPCODES
+
+    pkt, ctl, ans, req, frame = h["pkt"], h["ctl"], h["ans"], h["req"], h["frame"]
+    sig = {n: find_signal(frag, n) for n in (
+        "p_valid", "p_good", "held", "inflight", "need_req", "presenting", "pres_new",
+        "c_valid", "c_good", "drop_go")}
+    p_valid, p_good, held, inflight = sig["p_valid"], sig["p_good"], sig["held"], sig["inflight"]
+    presenting, pres_new, c_valid, drop_go = (sig["presenting"], sig["pres_new"], sig["c_valid"],
+                                              sig["drop_go"])
+    frame_valid, hdr_valid, send_valid = dut.m_frame.valid, dut.m_hdr.valid, dut.m_send.valid
+    outputs_empty = ~frame_valid & ~hdr_valid & ~send_valid
+
+    # Every packet or control record taken is inside (input register, held packet, control
+    # register, plane frame record), was dropped (a drop header, or a bad control record) or
+    # left as a frame: exact modulo 2**8, so frames never exceed the records taken.
+    dropped = Signal(8, name="inputs_dropped")
+    c_drop = c_valid & ~sig["c_good"]
+    m.d.sync += dropped.eq(dropped + drop_go + c_drop)
+    inside = Signal(3, name="inputs_inside")
+    m.d.comb += inside.eq(p_valid + held + c_valid + frame_valid)
+    m.d.comb += Assert((pkt.taken + ctl.taken - frame.taken - dropped)[:8] == inside,
+                       "every packet and control record taken is inside, dropped or a frame")
+    if not invariants:
+        return
+
+    def one_of(value, codes):
+        return Cat(*(value == code for code in codes)).any()
+
+    from rtl.common import records
+    p, d, c = (View(rec, find_signal(frag, n)) for rec, n in (
+        (records.TX_PACKET, "p"), (records.TX_PACKET, "d"), (records.CONTROL_RECORD, "c")))
+    m.d.comb += [
+        # A request is taken only from presenting/start; its answer is the one in flight.
+        Assert((req.taken - ans.taken)[:8] == inflight, "inv: one answer per request in flight"),
+        # inflight and a presented request are the held packet's, one at a time.
+        Assert(~inflight | held, "inv: a request in flight is the held packet's"),
+        Assert(~(presenting & inflight), "inv: a request is presented or in flight, not both"),
+        Assert(~(sig["need_req"] & inflight), "inv: a retry is owed only with nothing in flight"),
+        Assert(~sig["need_req"] | held, "inv: a retry is owed only for a held packet"),
+        Assert(~presenting | Mux(pres_new, p_valid & p_good & ~held, held),
+               "inv: a request presented is the waiting or the held packet's"),
+        # The drop header is written one cycle after it was armed with everything idle.
+        Assert(~drop_go | (p_valid & ~p_good & ~held & ~presenting & ~inflight &
+                           ~frame_valid & ~hdr_valid), "inv: a drop with nothing held"),
+        # A plane frame record is loaded only with every output empty; its header and send
+        # record become valid when it is taken.
+        Assert(~frame_valid | (~hdr_valid & ~send_valid), "inv: record before its header"),
+        Assert(~frame_valid | (dut.m_hdr.p.opcode != 0),
+               "inv: the header register holds the record's frame header"),
+        Assert(~send_valid | dut.m_frame.p.data, "inv: a send record is a data frame's"),
+        # Opcodes, judged when taken: a good packet's is a data opcode, a good control
+        # record's a control opcode (neither is 0, the drop header's).
+        Assert(~(p_valid & p_good) | one_of(p.opcode, DATA_OPCODES), "inv: good packet opcode"),
+        Assert(~held | one_of(d.opcode, DATA_OPCODES), "inv: held packet opcode"),
+        Assert(~(c_valid & sig["c_good"]) | one_of(c.opcode, CONTROL_OPCODES),
+               "inv: good control record opcode"),
+    ]
+    # The copies of a register (fan-out) equal it (TxPath's path building comments).
+    names = {}
+    for frag_sig in _all_signals(frag):
+        names.setdefault(frag_sig.name, []).append(frag_sig)
+    hdr_open = ~frame_valid & ~hdr_valid
+    for name, group in names.items():
+        for s in group:
+            if name.startswith("sel_copy") or name.startswith("inflight_copy"):
+                m.d.comb += Assert(s == inflight, f"inv: {name} is inflight")
+            elif name.startswith("drop_copy"):
+                m.d.comb += Assert(s == drop_go, f"inv: {name} is drop_go")
+            elif name.startswith("held_copy"):
+                m.d.comb += Assert(s == held, f"inv: {name} is held")
+            elif name.startswith("empty_copy"):
+                m.d.comb += Assert(s == outputs_empty, f"inv: {name} is every output empty")
+            elif name.startswith("hdr_open_copy"):
+                m.d.comb += Assert(s == hdr_open, f"inv: {name} is the header register open")
+            elif name.startswith("open_copy"):
+                if "hdr_" + name in names:
+                    # a header piece: written in the decision cycle (step 1) or the next (the
+                    # path fields, step 2), never while the header is valid
+                    m.d.comb += Assert(~(s & hdr_valid), f"inv: {name} shut while m_hdr valid")
+                else:
+                    # a piece of m_frame's record: open while it and the send record are empty
+                    m.d.comb += Assert(s == (~frame_valid & ~send_valid),
+                                       f"inv: {name} is the record register open")
+
+
+def _all_signals(fragment):
+    """Every signal the statements of ``fragment`` and its subfragments read or write, once."""
+    found = {}
+
+    def walk(frag):
+        for statements in frag.statements.values():
+            for stmt in statements:
+                for sig in stmt._lhs_signals() | stmt._rhs_signals():
+                    found[id(sig)] = sig
+        for sub, *_ in frag.subfragments:
+            if hasattr(sub, "statements"):
+                walk(sub)
+    walk(fragment)
+    return list(found.values())

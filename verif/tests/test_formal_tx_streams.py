@@ -5,24 +5,25 @@ header inserter (one frame per record kept, each with its record's beats and las
 k-induction), the link (whole frames pass unchanged and in order; k-induction with register
 FIFOs, and bounded as it is), the plane splitter (every frame to exactly one plane, whole, in
 order; bounded) and path building (one header per plane frame record, one send record per data
-frame; bounded). A deliberately broken header inserter and link fail with a counterexample
-waveform. Two findings of these checks were fixed in [tx-speed]: the plane splitter committed a
+frame, every input inside, dropped or a frame; k-induction, and bounded). A deliberately broken
+header inserter, link and path building fail with a counterexample waveform. Two findings of these checks were fixed in [tx-speed]: the plane splitter committed a
 frame longer than its record when the last beat was empty (now dropped as bad_length), and
 TxPath withdrew a plane frame record it presented when the sink of ``m_hdr`` dropped ready (its
 ``m_frame`` is a register now; the bounded checks leave every sink free).
 """
 
+import re
 from pathlib import Path
 
 import pytest
 
 from rtl.header_inserter import HeaderInserter
 from rtl.link import Link
+from rtl.tx_path import TxPath
 from verif import formal_tx_streams as harnesses
 from verif.formal import FormalFailure, check, sby_available
 
 PS_DEEP = 10       # the plane splitter's deep BMC (test-full): about 6 minutes
-TP_DEEP = 12       # the path building's deep BMC (test-full)
 HI_COVER_W64 = 36  # the header inserter's covers at W = 64 and 128 (test-full)
 HI_COVER_W128 = 26
 
@@ -46,6 +47,25 @@ class OverrunLink(Link):
         m = super().elaborate(platform)
         m.d.comb += self.s_axis.ready.eq(1)       # the later assignment wins
         return m
+
+
+class OverrunTxPath(TxPath):
+    """A TxPath whose ``s_pkt_tready`` is always high: a packet offered while its input register
+    is full is taken and lost (the register ignores it)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.s_pkt.ready.eq(1)        # the later assignment wins
+        return m
+
+
+def _failed_assertions(failure):
+    """The source text of the assertions a failed run names (``file:line`` in its log)."""
+    texts = []
+    for path, line in re.findall(r"Assert failed in top: (\S+?):(\d+)", failure.log):
+        lines = Path(path).read_text().splitlines()
+        texts.append("\n".join(lines[int(line) - 1:int(line) + 2]))
+    return "\n".join(texts)
 
 
 # -- header inserter ----------------------------------------------------------------------------
@@ -177,16 +197,38 @@ def test_plane_splitter_empty_last_beat():
 
 # -- path building ------------------------------------------------------------------------------
 
+def test_tx_path_inductive():
+    # 1 QP, 2 planes, max_payload 16; every sink free to drop ready: the stream rules, one header
+    # per plane frame record, one send record per data frame and the exact accounting of the
+    # packets and control records taken (inside, dropped or a frame), by k-induction (k = 2)
+    # from any state; the covers from reset.
+    m, ports, depths = harnesses.tx_path_harness(prove=2, cover=5)
+    result = check("txs_tx_path_inductive", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 5)}
+
+
 def test_tx_path_bounded():
-    # 1 QP, 2 planes, max_payload 16; every sink free to drop ready (the case that withdrew a
-    # plane frame record at step 3 before the rebuild).
+    # The bounded form (with the modular "frames never exceed the inputs taken", the case that
+    # withdrew a plane frame record at step 3 before the rebuild).
     m, ports, depths = harnesses.tx_path_harness(bmc=6, cover=5)
     result = check("txs_tx_path", m, ports, **depths)
     assert result.modes == {"bmc": ("PASS", 6), "cover": ("PASS", 5)}
 
 
 @pytest.mark.full
-def test_tx_path_bounded_deep():
-    m, ports, depths = harnesses.tx_path_harness(bmc=TP_DEEP, cover=5)
-    result = check("txs_tx_path_deep", m, ports, **depths)
-    assert result.modes == {"bmc": ("PASS", TP_DEEP), "cover": ("PASS", 5)}
+def test_tx_path_inductive_wide():
+    # 16 QPs, 8 planes, max_payload 4096 (the block's defaults).
+    m, ports, depths = harnesses.tx_path_harness(16, 8, 4096, prove=2, cover=5)
+    result = check("txs_tx_path_inductive_wide", m, ports, **depths)
+    assert result.modes == {"prove": ("PASS", 2), "cover": ("PASS", 5)}
+
+
+def test_broken_tx_path_fails_with_waveform():
+    # A TxPath that takes a packet while its input register is full loses it: the accounting of
+    # the proof's harness fails from reset (a packet taken that is neither inside, dropped nor a
+    # frame), with a waveform.
+    m, ports, _ = harnesses.tx_path_harness(block=OverrunTxPath, prove=2)
+    with pytest.raises(FormalFailure) as info:
+        check("txs_broken_tx_path_overrun", m, ports, bmc=4)
+    assert info.value.mode == "bmc" and info.value.vcd and Path(info.value.vcd).exists()
+    assert "every packet and control record taken" in _failed_assertions(info.value)
