@@ -31,7 +31,10 @@ class HostTraffic:
         from verif.bench import RecordSink, RecordSource, random_pause
 
         self.rng, self.p, self.qps, self.name = rng, p, list(qps), name
-        self.ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_m_axi"), dut.clk, dut.rst,
+        # The memory's clock: ``mem_clk`` where the NIC's AXI4 master crosses into its own
+        # domain (rtl/nic_cdc.py), else the core clock.
+        clk, rst = (dut.mem_clk, dut.mem_rst) if hasattr(dut, "mem_clk") else (dut.clk, dut.rst)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}_m_axi"), clk, rst,
                           size=MEMORY_SIZE)
         for side in (self.ram.write_if, self.ram.read_if):
             side.log.setLevel(logging.WARNING)
