@@ -256,7 +256,7 @@ def _register_fifo_buffered_class(made):
     loaded from the head when it is empty or read, so a word written in cycle t is ``r_rdy`` in
     t + 2; ``w_rdy`` while the inner FIFO has room; ``level`` = inner level + ``r_rdy``), with
     contents an induction invariant can name (``slots``, ``inner_level``, ``r_data``,
-    ``r_rdy``). Each instance made is appended to ``made``. (The generic counterpart of
+    ``r_rdy``, ``inner_depth``). Each instance made is appended to ``made``. (The generic counterpart of
     :func:`verif.formal_tx_streams._register_fifo_class`, which mimics ``SyncFIFO``.)"""
     from amaranth.lib.fifo import SyncFIFOBuffered
 
@@ -266,6 +266,7 @@ def _register_fifo_buffered_class(made):
                 raise ValueError("RegisterFifoBuffered: depth must be at least 2")
             super().__init__(width=width, depth=depth)
             n = len(made)
+            self.inner_depth = depth - 1
             self.slots = [Signal(width, name=f"dfifo{n}_slot{j}") for j in range(depth - 1)]
             self.inner_level = Signal(range(depth), name=f"dfifo{n}_inner_level")
             made.append(self)

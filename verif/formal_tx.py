@@ -481,44 +481,6 @@ def _register_memory_class(made, ghost_width=8):
     return RegisterMemory
 
 
-def _ghost_fifo_class(made, ghost_width=8):
-    """:func:`verif.formal_tx_streams._register_fifo_class` (a ``SyncFIFO`` with its storage in
-    registers: ``slots``, slot 0 the head, shifted on a read; ``r_data`` combinational from the
-    head; ``w_rdy``/``r_rdy``/``level`` as there) with a ghost word beside each slot
-    (``ghosts``, written from ``ghost_w``, which the harness drives; the block never reads it),
-    moving with its slot. Each instance made is appended to ``made``."""
-    from amaranth.lib.fifo import SyncFIFO
-
-    class GhostFifo(SyncFIFO):
-        def __init__(self, *, width, depth):
-            super().__init__(width=width, depth=depth)
-            n = len(made)
-            self.slots = [Signal(width, name=f"fifo{n}_slot{j}") for j in range(depth)]
-            self.ghosts = [Signal(ghost_width, name=f"fifo{n}_ghost{j}") for j in range(depth)]
-            self.ghost_w = Signal(ghost_width, name=f"fifo{n}_ghost_w")
-            made.append(self)
-
-        def elaborate(self, platform):
-            m = Module()
-            slots, ghosts, level = self.slots, self.ghosts, self.level
-            m.d.comb += [
-                self.w_rdy.eq(level != self.depth), self.r_rdy.eq(level != 0),
-                self.w_level.eq(level), self.r_level.eq(level), self.r_data.eq(slots[0]),
-            ]
-            do_read = self.r_rdy & self.r_en
-            do_write = self.w_rdy & self.w_en
-            at = level - do_read
-            for store, new in ((slots, self.w_data), (ghosts, self.ghost_w)):
-                for j in range(self.depth):
-                    shifted = Mux(do_read, store[j + 1] if j + 1 < self.depth else store[j],
-                                  store[j])
-                    m.d.sync += store[j].eq(Mux(do_write & (at == j), new, shifted))
-            m.d.sync += level.eq(level + do_write - do_read)
-            return m
-
-    return GhostFifo
-
-
 def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cover=18,
                      prove=None, data=True, invariants=True):
     """UnStage (W = 64, one table entry, 1-bit ports; table, own block and uSID free through
@@ -562,7 +524,7 @@ def un_stage_harness(data_width=64, table_depth=1, port_width=1, *, bmc=18, cove
     dut = UnStage(data_width, table_depth, port_width, decision_port=True)
     fifos, mems = [], []
     if prove is not None:
-        with mock.patch.object(un_mod, "SyncFIFOBuffered", _ghost_fifo_class(fifos)), \
+        with mock.patch.object(un_mod, "SyncFIFOBuffered", _register_fifo_class(fifos, 8)), \
                 mock.patch.object(un_mod, "Memory", _register_memory_class(mems, 16)):
             frag = Fragment.get(dut, "formal")
         if (len(fifos), len(mems)) != (1, 1):

@@ -22,7 +22,7 @@ from amaranth.hdl._ast import Assign, Switch
 from amaranth.lib.data import View
 
 from .formal import StreamPort, find_signal, past, pipe_properties
-from .formal_rx import GhostFifo
+from .formal_rx import GhostFifo, _register_fifo_buffered_class
 
 __all__ = ["header_inserter_harness", "plane_splitter_harness", "link_harness", "tx_path_harness",
            "source_of"]
@@ -374,17 +374,24 @@ def _harness_signal(m, name):
     return next(iter(found.values()))
 
 
-def _register_fifo_class(made):
+def _register_fifo_class(made, ghost_width=None):
     """A :class:`amaranth.lib.fifo.SyncFIFO` with its storage in registers (``slots``, slot 0 the
     head, shifted on a read): the same ports and timing (``r_data`` combinational from the head,
-    ``w_rdy``/``r_rdy``/``level`` as there), contents an induction invariant can name. Each
-    instance made is appended to ``made``."""
+    ``w_rdy``/``r_rdy``/``level`` as there), contents an induction invariant can name. With
+    ``ghost_width``, a *ghost* word beside each slot (``ghosts``, written from ``ghost_w``, which
+    the harness drives; the block never reads it) moves with its slot, so that a harness can tag
+    what it stores. Each instance made is appended to ``made``."""
     from amaranth.lib.fifo import SyncFIFO
 
     class RegisterFifo(SyncFIFO):
         def __init__(self, *, width, depth):
             super().__init__(width=width, depth=depth)
-            self.slots = [Signal(width, name=f"fifo{len(made)}_slot{j}") for j in range(depth)]
+            n = len(made)
+            self.slots = [Signal(width, name=f"fifo{n}_slot{j}") for j in range(depth)]
+            self.ghosts = [] if ghost_width is None else \
+                [Signal(ghost_width, name=f"fifo{n}_ghost{j}") for j in range(depth)]
+            self.ghost_w = None if ghost_width is None else \
+                Signal(ghost_width, name=f"fifo{n}_ghost_w")
             made.append(self)
 
         def elaborate(self, platform):
@@ -397,10 +404,14 @@ def _register_fifo_class(made):
             do_read = self.r_rdy & self.r_en
             do_write = self.w_rdy & self.w_en
             at = level - do_read
-            for j in range(self.depth):
-                shifted = Mux(do_read, slots[j + 1] if j + 1 < self.depth else slots[j],
-                              slots[j])
-                m.d.sync += slots[j].eq(Mux(do_write & (at == j), self.w_data, shifted))
+            stores = [(slots, self.w_data)]
+            if self.ghosts:
+                stores.append((self.ghosts, self.ghost_w))
+            for store, new in stores:
+                for j in range(self.depth):
+                    shifted = Mux(do_read, store[j + 1] if j + 1 < self.depth else store[j],
+                                  store[j])
+                    m.d.sync += store[j].eq(Mux(do_write & (at == j), new, shifted))
             m.d.sync += level.eq(level + do_write - do_read)
             return m
 
@@ -592,47 +603,6 @@ def _register_memory_class(made):
             return m
 
     return RegisterMemory
-
-
-def _register_fifo_buffered_class(made):
-    """An :class:`amaranth.lib.fifo.SyncFIFOBuffered` with its inner storage in registers
-    (``slots``, slot 0 the oldest, shifted on a read) beside the same output register
-    (``r_data`` valid while ``r_rdy``): the same ports and timing (a beat written into an empty
-    FIFO is readable two cycles later, ``level`` counts the output register), contents an
-    induction invariant can name. Each instance made is appended to ``made``."""
-    from amaranth.lib.fifo import SyncFIFOBuffered
-
-    class RegisterFifoBuffered(SyncFIFOBuffered):
-        def __init__(self, *, width, depth):
-            super().__init__(width=width, depth=depth)
-            self.inner_depth = depth - 1
-            self.slots = [Signal(width, name=f"bfifo{len(made)}_slot{j}")
-                          for j in range(self.inner_depth)]
-            self.inner_level = Signal(range(depth), name=f"bfifo{len(made)}_inner_level")
-            made.append(self)
-
-        def elaborate(self, platform):
-            m = Module()
-            slots, inner, n = self.slots, self.inner_level, self.inner_depth
-            do_write = self.w_rdy & self.w_en
-            inner_r_rdy = inner != 0
-            do_inner_read = inner_r_rdy & (~self.r_rdy | self.r_en)
-            m.d.comb += [
-                self.w_rdy.eq(inner != n), self.w_level.eq(self.level),
-                self.r_level.eq(self.level), self.level.eq(inner + self.r_rdy),
-            ]
-            at = inner - do_inner_read
-            for j in range(n):
-                shifted = Mux(do_inner_read, slots[j + 1] if j + 1 < n else slots[j], slots[j])
-                m.d.sync += slots[j].eq(Mux(do_write & (at == j), self.w_data, shifted))
-            m.d.sync += inner.eq(inner + do_write - do_inner_read)
-            with m.If(do_inner_read):
-                m.d.sync += [self.r_data.eq(slots[0]), self.r_rdy.eq(1)]
-            with m.Elif(self.r_en):
-                m.d.sync += self.r_rdy.eq(0)
-            return m
-
-    return RegisterFifoBuffered
 
 
 # -- plane splitter -------------------------------------------------------------------------------
