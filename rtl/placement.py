@@ -136,6 +136,10 @@ class Placement(wiring.Component):
     on ``wready`` within the cycle (the block takes the next command in the cycle its previous
     packet's last burst is issued, and the payload beat in the cycle its W beat goes; the
     formal proof, ``verif/formal_placement.py``, states its invariants on this structure).
+    The data stage's control terms (the products of its state registers that its advance and
+    its load of the next queue entry read, the queue's "not empty") are registers of their own
+    too, loaded from their next values, so that the load, which enables the whole stage, is two
+    LUTs from flip-flops.
     Counter events are registered (:meth:`rtl.common.config.ConfigMap.counter`: a count shows
     one cycle after its event) and the read multiplexer is decoded. Latency: after a command's
     handshake at edge t (block idle), ``awvalid`` of its first burst rises at edge t + 1 and,
@@ -180,9 +184,13 @@ class Placement(wiring.Component):
         last_out_lane = wire(m, (align + cmd.length - 1)[:lb], lb, "c_last_out_lane")
         last_in_lane = wire(m, (cmd.length - 1)[:lb], lb, "c_last_in_lane")
         boff = wire(m, cmd.va[lb:lb + bb], bb, "c_boff")
-        has_payload = cmd.length != 0
+        has_payload = _kept(m, cmd.length != 0, "c_has_payload")
 
-        entry = Cat(cmd.place, align, last_out_lane, last_in_lane, in_beats, out_beats, boff)
+        # With the beat counts, their comparisons that the data stage loads as registers of
+        # their own (out_beats != 0, out_beats == 1, in_beats == 1), so that none is made at
+        # the queue's output.
+        entry = Cat(cmd.place, align, last_out_lane, last_in_lane, in_beats, out_beats, boff,
+                    out_beats != 0, out_beats == 1, in_beats == 1)
         queue = m.submodules.queue = SyncFIFO(width=len(entry), depth=self.queue_depth)
 
         g_addr = Signal(aw)          # next burst's address
@@ -211,14 +219,18 @@ class Placement(wiring.Component):
         # free: the generator can take a command now (idle, or issuing the packet's last
         # burst). The updates below are written as explicit multiplexers on free, so that no
         # register waits for the command handshake on top of g_last.
-        free = wire(m, ~g_busy | (aw_free & g_last), 1, "g_free")
+        free = _kept(m, ~g_busy | (aw_free & g_last), "g_free")
         new_placed = wire(m, self.s_cmd.valid & queue.w_rdy & has_payload & cmd.place, 1,
                           "c_new_placed")
         take_cmd = wire(m, self.s_cmd.valid & self.s_cmd.ready, 1, "c_take")
+        # The queue written (take_cmd & has_payload), flat: the command's terms in one LUT,
+        # then one with free.
+        cmd_ok = _kept(m, self.s_cmd.valid & has_payload & queue.w_rdy, "c_write_ok")
+        q_write = _kept(m, cmd_ok & free, "q_write")
         m.d.comb += [
             self.s_cmd.ready.eq(queue.w_rdy & free),
             queue.w_data.eq(entry),
-            queue.w_en.eq(take_cmd & has_payload),
+            queue.w_en.eq(q_write),
         ]
         with m.If(issue):
             m.d.sync += [
@@ -279,36 +291,57 @@ class Placement(wiring.Component):
         rot_prev = Signal(self.data_width)
         rot_prev_keep = Signal(n)
 
-        q_place, q_align, q_last_out, q_last_in, q_in_beats, q_out_beats, q_boff = (
-            queue.r_data[s] for s in _slices((1, lb, lb, lb, beat_bits, beat_bits, bb)))
+        (q_place, q_align, q_last_out, q_last_in, q_in_beats, q_out_beats, q_boff,
+         q_out_nz, q_out_one, q_in_one) = (
+            queue.r_data[s] for s in _slices((1, lb, lb, lb, beat_bits, beat_bits, bb, 1, 1, 1)))
 
         rot_cur = _rotate_lanes(m, p_data, d_align, 8, "rot_data")
         rot_keep = _rotate_lanes(m, keep_eff, d_align, 1, "rot_keep")
 
         w_free = ~self.m_axi.wvalid | self.m_axi.wready
+        # The stage's control reads copies of wvalid, one per term (each copy's next value
+        # reads the copy itself, so that synthesis keeps them apart), so that no w_free of
+        # theirs is a LUT of its own, nor the W register's enable.
+        wvalid_c = [Signal(name=f"d_wvalid_copy{k}") for k in range(5)]
+        w_free_c = [~c | self.m_axi.wready for c in wvalid_c]
         # out_nz = (out_left != 0) and out_one = (out_left == 1) are registers of their own,
         # loaded with out_left, as need_in and in_one are with in_left.
         out_nz = Signal(name="out_nz")
         out_one = Signal(name="out_one")
-        emitting = wire(m, active & out_nz, 1, "d_emitting")
         # need_in = (in_left != 0) and in_one = (in_left == 1) are registers of their own,
         # loaded with in_left (no comparison on the stage's control paths).
         need_in = Signal()
         in_one = Signal()
-        go = wire(m, emitting & w_free & (~need_in | p_valid), 1, "d_go")
+        # The products of the stage's registers that go and load need are registers of their
+        # own too, loaded from their next values below (the proof states each): d_emit =
+        # active & out_nz, d_fin_drain = active & ~out_nz & drain, and with fin = active &
+        # out_one & ~drain (the packet's last output beat next) d_fin_a = fin & ~need_in,
+        # d_fin_b = fin & need_in & ~in_one, d_fin_c = fin & need_in & in_one; q_nz = the
+        # queue is not empty (its level != 0, SyncFIFO's r_rdy), and ld_idle, ld_a, ld_b,
+        # ld_c, ld_drain = q_nz & ~active, & d_fin_a, & d_fin_b, & d_fin_c, & d_fin_drain. So
+        # load, which enables the whole data stage, is two LUTs from flip-flops and go one
+        # (kept wires: synthesis maps the structure as written).
+        d_emit = Signal(name="d_emit")
+        fin_drain = Signal(name="d_fin_drain")
+        fin_a, fin_b, fin_c = (Signal(name=f"d_fin_{x}") for x in "abc")
+        q_nz = Signal(name="q_nz")
+        ld_idle, ld_a, ld_b, ld_c, ld_drain = (
+            Signal(name=f"ld_{x}") for x in ("idle", "a", "b", "c", "drain"))
+        emitting = wire(m, d_emit, 1, "d_emitting")
+        go = _kept(m, emitting & w_free_c[0] & (~need_in | p_valid), "d_go")
         consume = wire(m, go & need_in, 1, "d_consume")
-        draining = wire(m, active & ~out_nz & drain, 1, "d_draining")
+        draining = wire(m, fin_drain, 1, "d_draining")
         last_out = wire(m, out_one, 1, "d_last_out")
         becomes_long = consume & in_one & ~tlast
         drain_next = drain | becomes_long
-        # done = (go & last_out & ~drain_next) | (draining & p_valid & tlast), written as two
-        # products whose register-only parts are one LUT each (out_one implies out_nz), so that
-        # load, which enables the whole data stage, is few levels from its flip-flops.
-        fin_emit = wire(m, active & out_one & ~drain, 1, "d_fin_emit")
-        fin_drain = wire(m, active & ~out_nz & drain, 1, "d_fin_drain")
-        done = wire(m, (fin_emit & w_free & (~need_in | (p_valid & (~in_one | tlast)))) |
+        # done = (go & last_out & ~drain_next) | (draining & p_valid & tlast), and load =
+        # (~active | done) & q_nz, as products of the registers above.
+        done = wire(m, (w_free_c[4] & (fin_a | (p_valid & (fin_b | (tlast & fin_c))))) |
                     (fin_drain & p_valid & tlast), 1, "d_done")
-        load = wire(m, (~active | done) & queue.r_rdy, 1, "d_load")
+        load_k1 = _kept(m, ld_idle | (w_free_c[1] & ld_a), "d_load_k1")
+        load_k2 = _kept(m, w_free_c[2] & p_valid & ld_b, "d_load_k2")
+        load_k3 = _kept(m, (w_free_c[3] & ld_c) | ld_drain, "d_load_k3")
+        load = _kept(m, load_k1 | load_k2 | (p_valid & tlast & load_k3), "d_load")
         m.d.comb += [
             self.s_axis.ready.eq((emitting & w_free & need_in) | draining),
             queue.r_en.eq(load),
@@ -351,12 +384,47 @@ class Placement(wiring.Component):
                 ge_mask.eq(q_ge_mask), end_mask.eq(q_end_mask),
                 d_last_in_lane.eq(q_last_in), d_boff.eq(q_boff),
                 out_left.eq(Mux(q_place, q_out_beats, 0)), in_left.eq(Mux(q_place, q_in_beats, 0)),
-                out_nz.eq(q_place & (q_out_beats != 0)), out_one.eq(q_place & (q_out_beats == 1)),
+                out_nz.eq(q_place & q_out_nz), out_one.eq(q_place & q_out_one),
                 drain.eq(~q_place), rot_prev_keep.eq(0),
-                need_in.eq(q_place), in_one.eq(q_place & (q_in_beats == 1)),
+                need_in.eq(q_place), in_one.eq(q_place & q_in_one),
             ]
         with m.Elif(done):
             m.d.sync += active.eq(0)
+        # The next values of the product registers: on load from the queue's entry, on go
+        # from the beat (go implies active & out_nz & w_free, and done under go implies out_one,
+        # which out_left == 2 excludes), else held (done without go only ends a drain).
+        out_eq2 = wire(m, out_left == 2, 1, "d_out_eq2")
+        in_eq2 = wire(m, in_left == 2, 1, "d_in_eq2")
+        q_one = q_place & q_out_one
+        fin_go = _kept(m, out_eq2 & ~drain, "d_fin_go")
+        fin_bc_go = _kept(m, fin_go & need_in & ~tlast & ~in_one, "d_fin_bc_go")
+        # Each product register's next value is Mux(load, from the entry, from the registers
+        # and the beat), and its copy with q_nz (q_nz' = q_write | q_nz, but on a read of the
+        # last entry q_write alone) the same Mux, so that load selects in the last LUT.
+        q_stay = _kept(m, q_nz & (queue.level != 1), "q_stay")
+        nexts = {
+            "emit": (q_place & q_out_nz, Mux(go, ~out_one, d_emit)),
+            "drain": (~q_place, Mux(
+                go, _kept(m, out_one & (drain | (need_in & in_one & ~tlast)), "d_fin_drain_go"),
+                fin_drain & ~(p_valid & tlast))),
+            "a": (0, Mux(go, fin_go & (~need_in | tlast), fin_a)),
+            "b": (q_one & ~q_in_one, Mux(go, fin_bc_go & ~in_eq2, fin_b)),
+            "c": (q_one & q_in_one, Mux(go, fin_bc_go & in_eq2, fin_c)),
+            "idle": (0, ~active | done),
+        }
+        regs = {"emit": (d_emit, None), "drain": (fin_drain, ld_drain), "a": (fin_a, ld_a),
+                "b": (fin_b, ld_b), "c": (fin_c, ld_c), "idle": (None, ld_idle)}
+        for key, (from_entry, held) in nexts.items():
+            from_entry = _kept(m, from_entry, f"d_{key}_load")
+            held = _kept(m, held, f"d_{key}_held")
+            reg, with_q = regs[key]
+            if reg is not None:
+                m.d.sync += reg.eq(Mux(load, from_entry, held))
+            if with_q is not None:
+                m.d.sync += with_q.eq(Mux(load, from_entry & (q_write | q_stay),
+                                          held & (q_write | q_nz)))
+        m.d.sync += q_nz.eq(q_write | Mux(load, q_stay, q_nz))
+        m.d.sync += [c.eq(Mux(f, go, c)) for c, f in zip(wvalid_c, w_free_c)]
 
         # ------------------------------------------------------------ B and counters
         m.d.comb += self.m_axi.bready.eq(1)
@@ -389,6 +457,11 @@ class Placement(wiring.Component):
         cfg.ro(INFO["status"], "status", busy, doc="bit 0: busy")
         cfg.finish(decoded=True)
         return m
+
+
+def _kept(m, value, name):
+    """A one-bit :func:`rtl.common.logic.wire` that synthesis keeps."""
+    return wire(m, value, 1, name, keep=True)
 
 
 def _slices(widths):

@@ -236,12 +236,35 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
     # Data stage.
     s = {name: find_signal(frag, name) for name in
          ("active", "out_left", "d_align", "ge_mask", "end_mask", "rot_prev_keep", "d_boff",
-          "g_addr", "g_left", "g_busy", "g_last", "g_bursts", "out_nz", "out_one")}
+          "g_addr", "g_left", "g_busy", "g_last", "g_bursts", "out_nz", "out_one",
+          "need_in", "in_one", "drain", "d_emit", "d_fin_drain", "d_fin_a", "d_fin_b",
+          "d_fin_c", "q_nz", "ld_idle", "ld_a", "ld_b", "ld_c", "ld_drain")}
     # out_nz and out_one are registers loaded with out_left (!= 0 and == 1).
     m.d.comb += [
         inv_assert(s["out_nz"] == (s["out_left"] != 0), "inv: out_nz"),
         inv_assert(s["out_one"] == (s["out_left"] == 1), "inv: out_one"),
     ]
+    # The control's product registers, loaded from the next values of their factors: each is
+    # its product (the copies of wvalid are wvalid, q_nz is the queue's level != 0).
+    fin = s["active"] & s["out_one"] & ~s["drain"]
+    products = {
+        "d_emit": s["active"] & s["out_nz"],
+        "d_fin_drain": s["active"] & ~s["out_nz"] & s["drain"],
+        "d_fin_a": fin & ~s["need_in"],
+        "d_fin_b": fin & s["need_in"] & ~s["in_one"],
+        "d_fin_c": fin & s["need_in"] & s["in_one"],
+        "q_nz": queue.level != 0,
+    }
+    products.update({
+        "ld_idle": products["q_nz"] & ~s["active"],
+        **{f"ld_{x}": products["q_nz"] & products[f"d_fin_{x}"] for x in ("a", "b", "c")},
+        "ld_drain": products["q_nz"] & products["d_fin_drain"],
+    })
+    for name, value in products.items():
+        m.d.comb += inv_assert(s[name] == value, f"inv: {name}")
+    for k in range(5):
+        m.d.comb += inv_assert(find_signal(frag, f"d_wvalid_copy{k}") == axi.wvalid,
+                               f"inv: wvalid copy {k}")
     emitting = Signal(name="inv_emitting")
     m.d.comb += emitting.eq(s["active"] & (s["out_left"] != 0))
     kd = Signal(range(queue_depth + 2), name="inv_d_index")
@@ -265,8 +288,8 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
                "inv: no carried lanes before the first beat"),
     ]
     # Command queue (register slots), entry = Cat(place, align, last_out, last_in, in_beats,
-    # out_beats, boff).
-    widths = (1, lb, lb, lb, dut_beat_bits, dut_beat_bits, bb)
+    # out_beats, boff, out_beats != 0, out_beats == 1, in_beats == 1).
+    widths = (1, lb, lb, lb, dut_beat_bits, dut_beat_bits, bb, 1, 1, 1)
     starts = [sum(widths[:i]) for i in range(len(widths))]
 
     def field(slot, i):
@@ -286,6 +309,10 @@ def placement_inductive_harness(data_width=64, addr_width=12, queue_depth=2, max
             inv_assert(~here | (field(slot, 2) == last_lane_of(fj)),
                        f"inv: queue slot {j} last lane"),
             inv_assert(~here | (field(slot, 5) == beats_of(fj)), f"inv: queue slot {j} beats"),
+            inv_assert(~here | (field(slot, 7) == (beats_of(fj) != 0)),
+                       f"inv: queue slot {j} beats != 0"),
+            inv_assert(~here | (field(slot, 8) == (beats_of(fj) == 1)),
+                       f"inv: queue slot {j} beats == 1"),
             inv_assert(~here | (field(slot, 6) == va_of(fj)[lb:lb + bb]),
                        f"inv: queue slot {j} block offset"),
         ]

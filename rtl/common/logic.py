@@ -7,10 +7,12 @@ from amaranth.utils import ceil_log2
 __all__ = ["wire", "first_set"]
 
 
-def wire(m, value, width, name):
+def wire(m, value, width, name, keep=False):
     """``value`` as a named comb Signal. Intermediate vectors are wires so that bit selects do not
-    copy the expression behind them (Amaranth pushes a slice down into its operands)."""
-    sig = Signal(width, name=name)
+    copy the expression behind them (Amaranth pushes a slice down into its operands). With
+    ``keep``, synthesis keeps the wire (a LUT output of its own), so that the logic is mapped with
+    the structure written."""
+    sig = Signal(width, name=name, attrs={"keep": 1} if keep else {})
     m.d.comb += sig.eq(value)
     return sig
 

@@ -44,8 +44,9 @@ def _wire_changing(name, change):
     """``rtl.placement.wire`` with the wire called ``name`` given ``change(value)``."""
     original = placement_mod.wire
 
-    def wire(m, value, width, wire_name):
-        return original(m, change(value) if wire_name == name else value, width, wire_name)
+    def wire(m, value, width, wire_name, **kwargs):
+        return original(m, change(value) if wire_name == name else value, width, wire_name,
+                        **kwargs)
     return wire
 
 
