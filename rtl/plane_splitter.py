@@ -57,6 +57,9 @@ class PlaneSplitter(wiring.Component):
         The longest payload: a plane is ok when a frame of that payload still fits.
     fifo_depth : power of two, at least two largest frames (default: the smallest such)
         Core words (C bits) per plane FIFO; a frame takes whole words.
+    route_queue : 2..64 (default :data:`ROUTE_QUEUE`)
+        PLANE_FRAME records taken whose frames have not come in yet (the route queue's depth;
+        a smaller one is for the inductive proof, ``verif/formal_tx_streams.py``).
 
     Ports
     -----
@@ -94,7 +97,7 @@ class PlaneSplitter(wiring.Component):
 
     Structure and timing
     --------------------
-    A record taken goes into a queue of :data:`ROUTE_QUEUE` and adds the frame's words and one
+    A record taken goes into a queue of ``route_queue`` and adds the frame's words and one
     frame to its plane's reservation. The frame's beats are written, one per cycle, into its
     plane's data memory (C bits and the beat's byte count, last and user bits per word) after the
     plane's last frame; on its last beat the frame is committed: its entry (word count, data bit,
@@ -115,7 +118,7 @@ class PlaneSplitter(wiring.Component):
     """
 
     def __init__(self, n_planes=8, data_width=64, core_width=None, max_payload=PMTU_MAX,
-                 fifo_depth=None):
+                 fifo_depth=None, route_queue=ROUTE_QUEUE):
         if not isinstance(n_planes, int) or not 1 <= n_planes <= MAX_PLANES:
             raise ValueError(f"PlaneSplitter: n_planes must be 1..{MAX_PLANES}, not {n_planes!r}")
         if data_width not in WIDTHS:
@@ -137,6 +140,9 @@ class PlaneSplitter(wiring.Component):
             raise ValueError(f"PlaneSplitter: fifo_depth must be a power of two from "
                              f"{2 * max_words} (two largest frames) to 65536, "
                              f"not {fifo_depth!r}")
+        if not isinstance(route_queue, int) or not 2 <= route_queue <= 64:
+            raise ValueError(f"PlaneSplitter: route_queue must be 2..64, not {route_queue!r}")
+        self.route_queue = route_queue
         self.n_planes = n_planes
         self.data_width = data_width
         self.core_width = core_width
@@ -203,7 +209,7 @@ class PlaneSplitter(wiring.Component):
         rec_words = Signal(word_bits)
         m.d.comb += rec_words.eq(words_of(rec.frame_bytes))
         m.submodules.routes = routes = SyncFIFOBuffered(width=records.PLANE_FRAME.size,
-                                                        depth=ROUTE_QUEUE)
+                                                        depth=self.route_queue)
         rec_bad_plane = rec.plane >= npl
         fits = Cat(*((used_words[p] + rec_words <= D) & (used_frames[p] < M)
                      for p in range(npl)))

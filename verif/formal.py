@@ -25,6 +25,7 @@ time), and every register of the harness resets with the block's.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,10 +35,11 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, Mux, Signal, Value
+from amaranth.hdl._ast import Property
 
 from project import BUILD
 
-__all__ = ["FormalFailure", "check", "run_sby", "StreamPort", "free_const", "past",
+__all__ = ["FormalFailure", "check", "check_staged", "run_sby", "StreamPort", "free_const", "past",
            "FORMAL_DIR", "sby_available"]
 
 FORMAL_DIR = BUILD / "formal"
@@ -218,6 +220,70 @@ def check(name, top, ports, *, bmc=None, prove=None, cover=None, platform="forma
                 + ("\n" + "\n".join(detail) if detail else ""),
                 mode=mode, log=log, vcd=vcd)
     return FormalResult(name, folder, modes)
+
+
+def _message(prop):
+    """The text of a property's message (its literal parts)."""
+    if prop.message is None:
+        return ""
+    return "".join(chunk for chunk in prop.message._chunks if isinstance(chunk, str))
+
+
+def _stage_harness(m, stages, index):
+    """Rewrite harness ``m`` for stage ``index`` of :func:`check_staged`: the assertions of
+    that stage stay; those of earlier stages become assumptions; those of later stages become
+    assumptions of their value in the cycle before (a register per assertion, reset to 1, so
+    under a reset it assumes nothing). Returns the counts (asserted, assumed, assumed of the
+    cycle before)."""
+    counts = [0, 0, 0]
+    for statements in m._statements.values():
+        for j, stmt in enumerate(list(statements)):
+            if not (isinstance(stmt, Property) and stmt.kind == Property.Kind.Assert):
+                continue
+            text = _message(stmt)
+            stage = next((k for k, pattern in enumerate(stages) if re.search(pattern, text)),
+                         None)
+            if stage is None:
+                raise ValueError(f"check_staged: assertion {text!r} is in no stage")
+            if stage == index:
+                counts[0] += 1
+            elif stage < index:
+                statements[j] = Property(Property.Kind.Assume, stmt.test, stmt.message)
+                counts[1] += 1
+            else:
+                held = Signal(init=1, name=f"stage_held{j}")
+                m.d.sync += held.eq(stmt.test)
+                statements[j] = Property(Property.Kind.Assume, held, stmt.message)
+                counts[2] += 1
+    return counts
+
+
+def check_staged(name, build, stages, *, prove=1, timeout=900, only=None):
+    """k-induction of a harness in stages, for a harness whose properties close by induction
+    one group at a time but not all at once (the solver's work grows with every assertion it
+    must refute together). ``build()`` returns a fresh ``(top, ports, depths)``; ``stages`` is a
+    list of regular expressions over the assertions' messages (an assertion belongs to the first
+    that matches; one in no stage is an error). Stage i proves its assertions by k-induction
+    (``prove`` = k), with those of the stages before it assumed in every cycle and those of the
+    stages after it assumed of the cycle before each step only (:func:`_stage_harness`).
+
+    Sound: every stage's base case is a BMC from reset, and its step shows "every property at
+    t, and the earlier stages' at t + 1, imply stage i's at t + 1" (the later stages' values at t
+    are exactly the induction hypothesis, and stages before i are proved before it), so by
+    induction on (cycle, stage) every property holds in every reachable state. Assertions
+    written under an ``m.If`` are not top-level statements and stay asserted in every stage
+    (still sound, only more work). Returns the :class:`FormalResult` of each stage; raises
+    :class:`FormalFailure` at the first stage that does not pass. ``only`` (stage indices) runs
+    those stages alone: no proof then, for a test that a broken block fails a given stage."""
+    results = []
+    for index in (range(len(stages)) if only is None else only):
+        top, ports, _depths = build()
+        asserted, _, _ = _stage_harness(top, stages, index)
+        if not asserted:
+            raise ValueError(f"check_staged: stage {index} ({stages[index]!r}) matches no "
+                             "assertion")
+        results.append(check(f"{name}_stage{index}", top, ports, prove=prove, timeout=timeout))
+    return results
 
 
 # -- reusable property sets ------------------------------------------------------------------------

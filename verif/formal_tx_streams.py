@@ -20,6 +20,7 @@ from amaranth.hdl import (Array, Assert, Assume, Cat, Const, Cover, Fragment, Mo
                           Signal, Value)
 from amaranth.hdl._ast import Assign, Switch
 from amaranth.lib.data import View
+from amaranth.utils import exact_log2
 
 from .formal import StreamPort, find_signal, past, pipe_properties
 from .formal_rx import GhostFifo, _register_fifo_buffered_class
@@ -374,6 +375,53 @@ def _harness_signal(m, name):
     return next(iter(found.values()))
 
 
+class KeptBits:
+    """Which bits of a ``width``-bit word a register stand-in for a FIFO or memory stores:
+    ``ranges``, a list of ``(lo, hi)`` (bits ``lo..hi-1``, ascending, not overlapping; None: all).
+    A stored word is those bits side by side (``stored_width``); the others, read back, are free
+    inputs of ``free_width`` bits. That over-approximates the storage (any value the real one
+    would read is among those possible), so a property that holds holds of the block; it is for
+    bits the block only carries (payload, a record it hands on) and no property reads."""
+
+    def __init__(self, width, ranges=None):
+        ranges = [(0, width)] if ranges is None else list(ranges)
+        edge = 0
+        for lo, hi in ranges:
+            if not edge <= lo < hi <= width:
+                raise ValueError(f"KeptBits: ranges {ranges!r} not ascending within {width}")
+            edge = hi
+        self.width, self.ranges = width, ranges
+        self.stored_width = sum(hi - lo for lo, hi in ranges)
+        self.free_width = width - self.stored_width
+
+    def pack(self, value):
+        """The stored bits of full word ``value``."""
+        return Cat(*(value[lo:hi] for lo, hi in self.ranges))
+
+    def unpack(self, stored, free):
+        """The full word of stored word ``stored``, its other bits from ``free``."""
+        parts, edge, at, used = [], 0, 0, 0
+        for lo, hi in self.ranges:
+            if lo > edge:
+                parts.append(free[used:used + lo - edge])
+                used += lo - edge
+            parts.append(stored[at:at + hi - lo])
+            at += hi - lo
+            edge = hi
+        if edge < self.width:
+            parts.append(free[used:])
+        return Cat(*parts)
+
+    def field(self, stored, lo, hi):
+        """Bits ``lo..hi-1`` (of the full word's numbering) of stored word ``stored``."""
+        at = 0
+        for r_lo, r_hi in self.ranges:
+            if r_lo <= lo and hi <= r_hi:
+                return stored[at + lo - r_lo:at + hi - r_lo]
+            at += r_hi - r_lo
+        raise ValueError(f"KeptBits: bits {lo}..{hi - 1} are not stored ({self.ranges!r})")
+
+
 def _register_fifo_class(made, ghost_width=None):
     """A :class:`amaranth.lib.fifo.SyncFIFO` with its storage in registers (``slots``, slot 0 the
     head, shifted on a read): the same ports and timing (``r_data`` combinational from the head,
@@ -551,12 +599,23 @@ def link_harness(data_width=64, delay_max=0, rate_max=1, user_width=1, *, block=
     return m, ports, depths
 
 
-def _register_memory_class(made):
+def _register_memory_class(made, kept=None, ghost=None):
     """An :class:`amaranth.lib.memory.Memory` with its rows in registers (``rows``): the same
     ports and timing (a write port of the whole row, enable ``en``; read ports synchronous,
     ``data`` the row at ``addr`` of the cycle before, not transparent to a write of that cycle,
     held while ``en`` is low), contents an induction invariant can name. Each instance made is
-    appended to ``made``."""
+    appended to ``made``.
+
+    ``kept`` (a function of the memory's index in ``made`` and its row width, giving the bit
+    ranges of :class:`KeptBits`) stores only those bits of each row (``rows`` are
+    ``bits.stored_width`` wide); the other bits of every read port's ``data`` are free inputs
+    (``free``, to be listed among the harness's ports), new each cycle. ``field(row, lo, hi)``
+    is bits ``lo..hi-1`` of a full row's numbering in a stored row; a read port's ``kept`` is its
+    stored part.
+
+    ``ghost`` (a function of the memory's index and row width, giving a width or 0) adds a *ghost*
+    word beside each row (``ghosts``; the block never reads them) that takes ``ghost_w`` (driven
+    by the harness) at each write of its row, so that a harness can tag what it stores."""
     from amaranth.hdl import Array, Elaboratable, Shape
 
     class _Port(SimpleNamespace):
@@ -567,10 +626,20 @@ def _register_memory_class(made):
             self.width = Shape.cast(shape).width
             self.depth = depth
             index = len(made)
-            self.rows = [Signal(self.width, name=f"mem{index}_row{j}") for j in range(depth)]
+            self.bits = KeptBits(self.width, None if kept is None else kept(index, self.width))
+            self.rows = [Signal(self.bits.stored_width, name=f"mem{index}_row{j}")
+                         for j in range(depth)]
+            g = 0 if ghost is None else ghost(index, self.width)
+            self.ghosts = [Signal(g, name=f"mem{index}_ghost{j}") for j in range(depth)] \
+                if g else []
+            self.ghost_w = Signal(g, name=f"mem{index}_ghost_w") if g else None
             self.write_ports, self.read_ports = [], []
+            self.free = []
             self.index = index
             made.append(self)
+
+        def field(self, value, lo, hi):
+            return self.bits.field(value, lo, hi)
 
         def write_port(self, *, domain="sync", granularity=None, **_kwargs):
             assert granularity is None and domain == "sync"
@@ -583,10 +652,14 @@ def _register_memory_class(made):
 
         def read_port(self, *, domain="sync", transparent_for=(), **_kwargs):
             assert domain == "sync" and not transparent_for
-            n = len(self.read_ports)
+            n, bits = len(self.read_ports), self.bits
             port = _Port(addr=Signal(range(self.depth), name=f"mem{self.index}_r{n}_addr"),
                          data=Signal(self.width, name=f"mem{self.index}_r{n}_data"),
-                         en=Signal(init=1, name=f"mem{self.index}_r{n}_en"))
+                         en=Signal(init=1, name=f"mem{self.index}_r{n}_en"),
+                         kept=Signal(bits.stored_width, name=f"mem{self.index}_r{n}_kept"),
+                         free=Signal(bits.free_width, name=f"mem{self.index}_r{n}_free"))
+            if bits.free_width:
+                self.free.append(port.free)
             self.read_ports.append(port)
             return port
 
@@ -595,11 +668,14 @@ def _register_memory_class(made):
             rows = Array(self.rows)
             for port in self.read_ports:
                 with m.If(port.en):
-                    m.d.sync += port.data.eq(rows[port.addr])
+                    m.d.sync += port.kept.eq(rows[port.addr])
+                m.d.comb += port.data.eq(self.bits.unpack(port.kept, port.free))
             for port in self.write_ports:
                 for j, row in enumerate(self.rows):
                     with m.If(port.en & (port.addr == j)):
-                        m.d.sync += row.eq(port.data)
+                        m.d.sync += row.eq(self.bits.pack(port.data))
+                        if self.ghosts:
+                            m.d.sync += self.ghosts[j].eq(self.ghost_w)
             return m
 
     return RegisterMemory
@@ -607,9 +683,22 @@ def _register_memory_class(made):
 
 # -- plane splitter -------------------------------------------------------------------------------
 
+# The stages of the plane splitter's k-induction (verif.formal.check_staged), by assertion
+# message: the route queue and the records, the reservations, pointers and entries, the words'
+# invariants one kind at a time, then every other property.
+PLANE_SPLITTER_STAGES = [
+    r"route|record|beat in without|saturating|committed exactly|core beat|ghost",
+    r"reserved|within|write pointer|idle|sending|sub-beat|read is|at most|entry|entries|"
+    r"visible|commit is",
+    r"coming in", r"newest: the last frame", r"at the read pointer: the head",
+    r"follows word", r"is its frame's",
+    r".",
+]
+
+
 def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_payload=16, *,
                            block=None, bmc=14, cover=None, data=False, empty_last=False,
-                           prove=None, invariants=True, long_records=False):
+                           prove=None, invariants=True, long_records=False, route_queue=None):
     """PlaneSplitter (N = ``n_planes``, W = ``data_width``, C = ``core_width``, FIFOs for
     ``max_payload``): under any PLANE_FRAME records (any plane, below N or not, any length,
     data or control), any core frames (any lengths: matching their record or not; any
@@ -642,16 +731,22 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     was committed, truncated to the record's words, none of them written with the last bit,
     and the plane port then sent on through the FIFO memory without a ``tlast``.
 
-    Bounded: the plane FIFOs and the record queue are memories (block RAM) whose contents an
-    induction would have to name. ``prove`` = k (experimental, it does NOT close in time: no
-    test runs it) swaps them for register versions of the same ports and timing
-    (:func:`_register_memory_class`, :func:`_register_fifo_buffered_class`) and adds the
-    invariants of :func:`_plane_splitter_invariants` (route queue = record ghost, ``beat`` =
-    the frame's beats saturating at its words, entry pointers = per-plane ghost frames,
-    reservations = frames and words held plus records queued, write pointer, head frame's
-    beats out, each memory word and entry its frame's); with them the induction of the default
-    configuration (and of N = 1, C = 256) still ran past 10 minutes at k = 1 and 2 without an
-    answer on this machine. It also needs the assumption ``long_records`` False drops: a
+    Bounded (``prove`` None): the block as it is, its plane FIFOs and record queue memories
+    (block RAM). ``prove`` = k swaps them for register versions of the same ports and timing
+    (:func:`_register_memory_class`, :func:`_register_fifo_buffered_class`; without ``data``
+    the words keep only their byte count, last and user bits and the entries their word count
+    and data bit, the rest free inputs: :class:`KeptBits`) and adds the invariants of
+    :func:`_plane_splitter_invariants` (route queue = record ghost, ``beat`` = the frame's
+    beats saturating at its words, entry pointers = per-plane ghost frames, reservations =
+    frames and words held plus records queued, write pointer, head frame's beats out, each
+    entry its frame's, and each memory word by a ghost tag beside it: its frame's sequence
+    number and its index in the frame, every word followed by the next of its frame or the
+    first of the next). The induction closes in stages (:func:`verif.formal.check_staged`
+    with :data:`PLANE_SPLITTER_STAGES`: route queue, reservations and entries, then the words'
+    invariants one kind at a time, then the properties), each in seconds to minutes; all at
+    once, it ran past 10 minutes without an answer. ``route_queue`` (the block's parameter)
+    shortens the record queue for the proof. It also needs the assumption ``long_records``
+    False drops: a
     record's frame is shorter than ``(2**bits_for(fifo_depth) - 1) * C/8`` bytes (1008 at the
     default). A longer record wraps the block's word count (2049 bytes at C = 128: 129 words,
     counted as 1), is taken with too little room reserved, and its frame, however right its
@@ -670,12 +765,29 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
 
     block = block or PlaneSplitter
     m = Module()
-    dut = block(n_planes, data_width, core_width, max_payload)
+    dut = block(n_planes, data_width, core_width, max_payload,
+                route_queue=route_queue or ROUTE_QUEUE)
     mems, fifos = [], []
     if prove is None:
         frag = Fragment.get(dut, "formal")
     else:
-        with mock.patch.object(splitter_mod, "Memory", _register_memory_class(mems)), \
+        kept = None
+        if not data:
+            # Without tdata, the words keep their byte count, last and user bits (above the C
+            # data bits) and the entries their word count and data bit (below the send record,
+            # which the block only hands to m_flush): the rest are free inputs.
+            from amaranth.utils import bits_for
+            entry_kept = bits_for(dut.fifo_depth) + 1
+            c_bits = dut.core_width
+
+            def kept(index, width):
+                return [(c_bits, width)] if index % 2 == 0 else [(0, entry_kept)]
+        from amaranth.utils import bits_for as _bits
+
+        def ghost(index, width):        # words: (frame sequence number, index in the frame)
+            return _bits(dut.route_depth) + 1 + _bits(dut.fifo_depth) if index % 2 == 0 else 0
+        with mock.patch.object(splitter_mod, "Memory",
+                               _register_memory_class(mems, kept, ghost)), \
                 mock.patch.object(splitter_mod, "SyncFIFOBuffered",
                                   _register_fifo_buffered_class(fifos)):
             frag = Fragment.get(dut, "formal")
@@ -690,7 +802,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
 
     # Records taken, in order: (plane, frame bytes).
     rec = dut.s_frame.p
-    records = GhostFifo(m, ROUTE_QUEUE + 1, 4 + 16, "ghost_rec")
+    records = GhostFifo(m, dut.route_queue + 1, 4 + 16, "ghost_rec")
     beat_c = dut.s_axis.p
     in_last = core.fire & beat_c.last
     if not empty_last:
@@ -728,7 +840,7 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
         with m.If(~beat_c.keep[lane]):
             m.d.comb += kept.eq(lane)
     got = Signal(18, name="core_frame_bytes")
-    m.d.comb += got.eq(in_beats * lanes + kept)
+    m.d.comb += got.eq((in_beats << exact_log2(lanes)) + kept)
     commit = Signal(name="h_commit")
     m.d.comb += commit.eq(in_last & (r_plane < n_planes) & (got == r_bytes) & (kept != 0))
     m.d.comb += Assert(commit == find_signal(frag, "count_frames_in"),
@@ -758,9 +870,9 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
         q.elaborate()
         m.d.comb += Assert(~(out_last & flushed), f"plane {p}: a frame leaves or is flushed")
         expected = Signal(16, name=f"p{p}_expected_beats")
-        m.d.comb += expected.eq((q.head + port_lanes - 1) // port_lanes)
+        m.d.comb += expected.eq((q.head + port_lanes - 1) >> exact_log2(port_lanes))
         tail = Signal(range(port_lanes + 1), name=f"p{p}_last_bytes")
-        m.d.comb += tail.eq((q.head - 1) % port_lanes + 1)
+        m.d.comb += tail.eq(((q.head - 1) & (port_lanes - 1)) + 1)
         ob = Signal(16, name=f"p{p}_beats_out")
         with m.If(o.fire):
             m.d.sync += ob.eq(Mux(beat.last, 0, ob + 1))
@@ -789,7 +901,8 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     _covers(m, covers)
     ports = rec_in.free_ports() + _axis_free(dut.s_axis, "in") + \
         [x for o in ports_o for x in o.free_ports()] + flush.free_ports() + \
-        [dut.plane_down, dut.cfg_addr, dut.cfg_wdata, dut.cfg_we]
+        [dut.plane_down, dut.cfg_addr, dut.cfg_wdata, dut.cfg_we] + \
+        [free for mem in mems for free in mem.free]
     if prove is not None and invariants:
         _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fifos)
     depths = {"bmc": bmc} if prove is None else {"prove": prove}
@@ -865,7 +978,9 @@ def _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fi
         cum = [Const(0, wide)]
         for f in range(q.depth):
             m.d.comb += w[f].eq((q.entries[f] + lanes - 1) >> log_lanes)
-            cum.append(Mux(f < n, cum[f] + w[f], cum[f]))
+            end = Signal(wide, name=f"inv_p{p}_frame{f}_end")
+            m.d.comb += end.eq(Mux(f < n, cum[f] + w[f], cum[f]))
+            cum.append(end)
         total = Signal(wide, name=f"inv_p{p}_committed_words")
         m.d.comb += total.eq(cum[q.depth])
         hw = Signal(wide, name=f"inv_p{p}_head_words_out")         # head frame's words out
@@ -911,37 +1026,58 @@ def _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fi
             wj = w[-1]
             for f in reversed(range(q.depth - 1)):
                 wj = Mux(j == f, w[f], wj)
-            m.d.comb += Assert(~(j < n) | (row[:word_bits] == wj),
+            m.d.comb += Assert(~(j < n) | (entries.field(row, 0, word_bits) == wj),
                                f"inv: plane {p} entry {e} holds its frame's words")
-        # The words memory: each word held is its frame's (bytes, last bit); the words of the
-        # frame coming in so far are non-last and full.
+        # The words memory, by the ghost tag the harness writes beside each word: its frame's
+        # sequence number on the plane (frames committed before it, modulo 2**sb) and its index
+        # in the frame. Every invariant is local (no word's place is computed from the frames'
+        # lengths): the word at the read pointer is the head frame's word hw, each held word
+        # is followed by the next of its frame or the first of the next frame, the newest held
+        # word is the last frame's last, and each word's last bit and bytes are its frame's.
+        sb = bits_for(M) + 1
+        popped = Signal(sb, name=f"inv_p{p}_frames_gone")
+        with m.If(q.pop_en):
+            m.d.sync += popped.eq(popped + 1)
+        next_seq = Signal(sb, name=f"inv_p{p}_next_frame_seq")
+        m.d.comb += [next_seq.eq(popped + n), words.ghost_w.eq(Cat(next_seq, beat))]
         coming = r_rdy & (head.plane == p)
+        tags = [(g[:sb], g[sb:]) for g in words.ghosts]
         for a, row in enumerate(words.rows):
+            seq, k = tags[a]
+            nseq, nk = tags[(a + 1) % D]
             off = Signal(db, name=f"inv_p{p}_word{a}_offset")
             m.d.comb += off.eq(a - rd_ptr)
-            g = Signal(wide, name=f"inv_p{p}_word{a}_index")
-            m.d.comb += g.eq(off + hw)
-            is_last = 0
-            tail = Const(lanes, nbytes_bits)
-            for f in range(q.depth):
-                end = (f < n) & (g == cum[f + 1] - 1)
-                is_last = is_last | end
-                tail = Mux(end, tail_of(q.entries[f]), tail)
-            w_nbytes = row[C:C + nbytes_bits]
-            w_last = row[C + nbytes_bits]
+            f = Signal(sb, name=f"inv_p{p}_word{a}_frame")
+            m.d.comb += f.eq(seq - popped)
+            wf, bf = w[-1], q.entries[-1]
+            for j in reversed(range(q.depth - 1)):
+                wf, bf = Mux(f == j, w[j], wf), Mux(f == j, q.entries[j], bf)
+            w_nbytes = words.field(row, C, C + nbytes_bits)
+            w_last = words.field(row, C + nbytes_bits, C + nbytes_bits + 1)
+            held = off < committed
             off_in = Signal(db, name=f"inv_p{p}_word{a}_offset_in")
             m.d.comb += off_in.eq(a - wr_ptr)
             m.d.comb += [
-                Assert(~(off < committed) | ((w_last == is_last) & (w_nbytes == tail)),
+                Assert(~held | ((f < n) & (k < wf) & (w_last == (k == wf - 1)) &
+                                (w_nbytes == Mux(w_last, tail_of(bf), lanes))),
                        f"inv: plane {p} word {a} is its frame's"),
-                Assert(~(coming & (off_in < beat)) | (~w_last & (w_nbytes == lanes)),
+                Assert(~(off + 1 < committed) |
+                       Mux(w_last, (nseq == (seq + 1)[:sb]) & (nk == 0),
+                           (nseq == seq) & (nk == k + 1)),
+                       f"inv: plane {p} word {(a + 1) % D} follows word {a}"),
+                Assert(~(held & (off == 0)) | ((seq == popped) & (k == hw)),
+                       f"inv: plane {p} word {a} at the read pointer: the head frame's"),
+                Assert(~(held & (off + 1 == committed)) | ((f == n - 1) & w_last),
+                       f"inv: plane {p} word {a} newest: the last frame's last"),
+                Assert(~(coming & (off_in < beat)) |
+                       (~w_last & (w_nbytes == lanes) & (seq == next_seq) & (k == off_in)),
                        f"inv: plane {p} word {a} of the frame coming in"),
             ]
         rp, mrp = words.read_ports[0], entries.read_ports[0]
         m.d.comb += [
-            Assert(~(in_frame | avail) | (rp.data == Array(words.rows)[rd_ptr]),
+            Assert(~(in_frame | avail) | (rp.kept == Array(words.rows)[rd_ptr]),
                    f"inv: plane {p} the word read is the word at the read pointer"),
-            Assert(~avail | (mrp.data == Array(entries.rows)[e_rd[:mb]]),
+            Assert(~avail | (mrp.kept == Array(entries.rows)[e_rd[:mb]]),
                    f"inv: plane {p} the entry read is the entry at the read pointer"),
         ]
 
