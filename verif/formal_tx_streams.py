@@ -20,7 +20,7 @@ from amaranth.hdl import (Array, Assert, Assume, Cat, Const, Cover, Fragment, Mo
                           Signal, Value)
 from amaranth.hdl._ast import Assign, Switch
 from amaranth.lib.data import View
-from amaranth.utils import exact_log2
+from amaranth.utils import bits_for, exact_log2
 
 from .formal import StreamPort, find_signal, past, pipe_properties
 from .formal_rx import GhostFifo, _register_fifo_buffered_class
@@ -776,16 +776,14 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
             # Without tdata, the words keep their byte count, last and user bits (above the C
             # data bits) and the entries their word count and data bit (below the send record,
             # which the block only hands to m_flush): the rest are free inputs.
-            from amaranth.utils import bits_for
             entry_kept = bits_for(dut.fifo_depth) + 1
             c_bits = dut.core_width
 
             def kept(index, width):
                 return [(c_bits, width)] if index % 2 == 0 else [(0, entry_kept)]
-        from amaranth.utils import bits_for as _bits
 
         def ghost(index, width):        # words: (frame sequence number, index in the frame)
-            return _bits(dut.route_depth) + 1 + _bits(dut.fifo_depth) if index % 2 == 0 else 0
+            return sum(_splitter_tag_bits(dut)) if index % 2 == 0 else 0
         with mock.patch.object(splitter_mod, "Memory",
                                _register_memory_class(mems, kept, ghost)), \
                 mock.patch.object(splitter_mod, "SyncFIFOBuffered",
@@ -812,7 +810,6 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
         # default): the block counts a record's words in that many bits, so a longer one wraps
         # (2049 bytes at C = 128: 129 words, counted as 1), is taken with too little room
         # reserved, and its frame, however right its length, is dropped as bad_length.
-        from amaranth.utils import bits_for
         most = ((1 << bits_for(dut.fifo_depth)) - 1) * lanes
         m.d.comb += Assume(~dut.s_frame.valid | (rec.frame_bytes <= most))
         if prove is not None and invariants:
@@ -911,12 +908,17 @@ def plane_splitter_harness(n_planes=2, data_width=64, core_width=None, max_paylo
     return m, ports, depths
 
 
+def _splitter_tag_bits(dut):
+    """The widths of a plane splitter word's ghost tag: its frame's sequence number (modulo a
+    power of two above the frames a plane holds) and its index in the frame (the block's word
+    count width)."""
+    return bits_for(dut.route_depth) + 1, bits_for(dut.fifo_depth)
+
+
 def _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fifos):
     """The invariants that make :func:`plane_splitter_harness`'s properties inductive, over the
     block's registers, its route queue (``fifos[0]``, a register FIFO) and its memories
     (``mems``: plane p's words then its entries, register rows)."""
-    from amaranth.utils import bits_for, exact_log2
-
     from rtl.common import records as rec_layouts
 
     npl, C, W = dut.n_planes, dut.core_width, dut.data_width
@@ -1034,7 +1036,7 @@ def _plane_splitter_invariants(m, frag, dut, records, in_beats, planes, mems, fi
         # lengths): the word at the read pointer is the head frame's word hw, each held word
         # is followed by the next of its frame or the first of the next frame, the newest held
         # word is the last frame's last, and each word's last bit and bytes are its frame's.
-        sb = bits_for(M) + 1
+        sb, _ = _splitter_tag_bits(dut)
         popped = Signal(sb, name=f"inv_p{p}_frames_gone")
         with m.If(q.pop_en):
             m.d.sync += popped.eq(popped + 1)
