@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from .fabric_net import PS_PER_US, FrameTap, Impairment, Network, ps
-from .fabric_nic import ECMP, TICK_PS, TRANSPORTS, Flow, Message, Nic, NicConfig
+from .fabric_nic import ECMP, TICK_PS, TRANSPORTS, Flow, Message, Nic, NicConfig, unloaded_rtt_ns
 from .fabric_topology import T0, Topology
 from .records import RetxCause
 from .spray import ev_t1
@@ -251,7 +251,13 @@ class Checks:
     this fraction of the pre-fault level; ``min_mean_goodput_raw``, the mean of the full bins
     from the end of warm-up to the last flow's end at least this fraction of the aggregate raw
     line rate of the receiving hosts; ``max_sacks_per_data``, SACK frames (probe answers
-    excluded) per data frame sent."""
+    excluded) per data frame sent. Congestion-control claims ([cc], over the full series bins
+    from ``settle_rtts`` unloaded RTTs to the first flow's end, while every flow runs):
+    ``max_trim_fraction``, trimmed packets received per data packet sent; ``min_fairness``,
+    Jain's index over the flows' goodputs; ``min_bottleneck_goodput``, every receiving host's
+    goodput as a fraction of its raw line rate (its downlinks, the incast's bottleneck);
+    ``min_victim_fraction``, the goodput of the flow ``victim`` (``[src, dst]``) against its
+    goodput in the same run without the other flows (multi_tenant)."""
     complete: bool = True
     route_around_us: float | None = None
     min_trims: int = 0
@@ -265,6 +271,12 @@ class Checks:
     min_bin_fraction: float | None = None
     min_mean_goodput_raw: float | None = None
     max_sacks_per_data: float | None = None
+    max_trim_fraction: float | None = None
+    min_fairness: float | None = None
+    min_bottleneck_goodput: float | None = None
+    settle_rtts: float = 3.0
+    victim: tuple = ()
+    min_victim_fraction: float | None = None
     series_bin_us: float = 2.0
     warmup_us: float = 5.0
 
@@ -691,6 +703,50 @@ class Result:
             return 0.0
         return sum(series[k] for k in bins) / len(bins) / (receivers * self.host_line_gbps)
 
+    def settled_bins(self):
+        """The full series bins from ``settle_rtts`` unloaded RTTs (the topology's longest,
+        :func:`models.fabric_nic.unloaded_rtt_ns`) to the first flow's end."""
+        sc = self.scenario
+        start = sc.checks.settle_rtts * unloaded_rtt_ns(sc.topology, sc.nic.pmtu) / 1000
+        return self._full_bins(start, self.first_end_us())
+
+    def trim_fraction(self):
+        """Trimmed packets received per data packet sent, over :meth:`settled_bins`."""
+        bins = self.settled_bins()
+        sent = sum(f.sent_series.get(k, 0) for f in self.flows for k in bins)
+        trimmed = sum(f.trim_series.get(k, 0) for f in self.flows for k in bins)
+        return trimmed / sent if sent else 0.0
+
+    def fairness(self):
+        """Jain's index (metrics.md) over the flows' goodputs in :meth:`settled_bins`."""
+        bins = self.settled_bins()
+        x = [sum(f.series.get(k, 0) for k in bins) for f in self.flows]
+        return sum(x) ** 2 / (len(x) * sum(v * v for v in x)) if any(x) else 0.0
+
+    def bottleneck_goodput(self):
+        """The lowest receiving host's goodput in :meth:`settled_bins` as a fraction of its raw
+        line rate (P x link rate)."""
+        bins = self.settled_bins()
+        if not bins:
+            return 0.0
+        width_ns = self.scenario.checks.series_bin_us * 1000
+        per_host = {}
+        for f in self.flows:
+            per_host[f.dst] = per_host.get(f.dst, 0) + sum(f.series.get(k, 0) for k in bins)
+        return min(per_host.values()) * 8 / (len(bins) * width_ns) / self.host_line_gbps
+
+    def victim_fraction(self):
+        """``(fraction, goodput, alone)``: the goodput of the checks' ``victim`` flow, and the
+        same flow's in the same fabric alone (Gb/s); None when no flow is the victim."""
+        victim = tuple(self.scenario.checks.victim)
+        fid = next((f.fid for f in self.flows if (f.src, f.dst) == victim), None)
+        if fid is None:
+            return None
+        goodput = next(f for f in self.flows if f.fid == fid).goodput_gbps()
+        alone = run_scenario(self.scenario.with_changes(checks={"min_victim_fraction": None}),
+                             flows=[fid], faults=False).goodputs[0]
+        return (goodput / alone if alone else 0.0), goodput, alone
+
     def sacks_per_data(self):
         """SACK frames sent (probe answers excluded) per data frame sent."""
         c = self.counters
@@ -823,6 +879,29 @@ class Result:
             ratio = self.sacks_per_data()
             out.append((f"SACKs per data frame <= {checks.max_sacks_per_data:g}",
                         ratio <= checks.max_sacks_per_data, f"{ratio:.3f}"))
+        bins = self.settled_bins()
+        span = (f"from {bins.start * checks.series_bin_us:g} to "
+                f"{bins.stop * checks.series_bin_us:g} us")
+        if checks.max_trim_fraction is not None:
+            value = self.trim_fraction()
+            out.append((f"trimmed packets <= {checks.max_trim_fraction:.0%} of data packets "
+                        f"after {checks.settle_rtts:g} RTTs", value <= checks.max_trim_fraction,
+                        f"{value:.2%} {span}"))
+        if checks.min_fairness is not None:
+            value = self.fairness()
+            out.append((f"Jain's fairness of the flows >= {checks.min_fairness:g}",
+                        value >= checks.min_fairness, f"{value:.3f} {span}"))
+        if checks.min_bottleneck_goodput is not None:
+            value = self.bottleneck_goodput()
+            out.append((f"bottleneck goodput >= {checks.min_bottleneck_goodput:.0%} of its line "
+                        f"rate", value >= checks.min_bottleneck_goodput, f"{value:.1%} {span}"))
+        if checks.min_victim_fraction is not None:
+            victim = self.victim_fraction()
+            out.append((f"victim flow {list(checks.victim)} keeps >= "
+                        f"{checks.min_victim_fraction:.0%} of its goodput alone",
+                        victim is not None and victim[0] >= checks.min_victim_fraction,
+                        "no such flow" if victim is None else
+                        f"{victim[0]:.1%} ({victim[1]:.1f} of {victim[2]:.1f} Gb/s)"))
         if checks.min_goodput_raw is not None:
             worst = min(self.receiver_goodputs().values()) / self.host_line_gbps
             out.append((f"receiver goodput >= {checks.min_goodput_raw:.0%} of raw line rate",

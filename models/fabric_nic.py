@@ -59,6 +59,7 @@ from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opc
                       SackVerdict)
 from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
+from .nscc import MIN_COST, STAMP_NS, NsccConfig, packet_cost
 from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
 from .reliability import STREAMS, PsnEntry, PsnState, QpConfig, Reliability
 from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, COALESCE_UNIT, MPR_DEFAULT, MPR_UNIT,
@@ -93,6 +94,7 @@ _BLOCK_MASK = (PSN_MODULUS - 1) & ~63   # the aligned block of 64 PSNs (docs/pro
 _OFFSET_MIN = -(1 << 15)           # the SACK's ack_psn_offset floor (models.rx_tracker)
 _EV_PATH_BITS = 0xFFF              # EV[11:0]: plane and T1 index (docs/protocol.md 4.1)
 _CREDITS = 1 << 16                 # WINDOW_ROOM.credit and SendQp.sends are modulo 2^16
+_BYTE_CREDITS = 1 << 32            # WINDOW_ROOM.byte_credit and SendQp.bytes_sent: modulo 2^32
 _FRAME_BYTES = {}                  # (opcode, payload bytes) -> frame bytes
 _GOOD, _SKIP = SlotState.GOOD, SlotState.SKIP
 
@@ -115,8 +117,13 @@ class NicConfig:
     of the reliability block, whose probe list has ``probe_entries`` entries and whose
     work-request FIFO holds ``wr_depth`` per QP; ``port_fifo`` frames a plane port holds (profile
     choice of the model: 2); ``transport`` MRC spraying or the ECMP baseline; ``profile`` the
-    rules of the NIC's golden models (2, or 1 for the behaviour of the RTL of today) and
-    ``sack_bytes`` the receivers' coalescing budget (profile 2, docs/protocol.md 5).
+    rules of the NIC's golden models (2, or 1 for the behaviour of the RTL of today),
+    ``sack_bytes`` the receivers' coalescing budget (profile 2, docs/protocol.md 5) and ``nscc``
+    congestion control on every sender QP (profile 2, docs/protocol.md 5.1: :mod:`models.nscc`,
+    its parameters scaled by :meth:`models.nscc.NsccConfig.scaled` from the QP's rate, P x link
+    rate, and the unloaded RTT of the QP's own path, inside one T0 or through a T1,
+    :func:`unloaded_rtt_ns`, unless ``nscc_base_rtt_ns`` gives one for every QP;
+    ``nscc_target_ns`` the target queueing delay, default 3 of those RTTs).
     """
     pmtu: int = 4096
     slots: int = 16
@@ -133,10 +140,22 @@ class NicConfig:
     transport: str = MRC
     profile: int = 2
     sack_bytes: int = SACK_BYTES_DEFAULT
+    nscc: bool = False
+    nscc_base_rtt_ns: float | None = None
+    nscc_target_ns: float | None = None
 
     def __post_init__(self):
         if self.profile not in (1, 2):
             raise ValueError(f"nic: profile must be 1 or 2, not {self.profile!r}")
+        if not isinstance(self.nscc, bool):
+            raise ValueError(f"nic: nscc must be true or false, not {self.nscc!r}")
+        if self.nscc and self.profile != 2:
+            raise ValueError("nic: nscc needs profile 2")
+        for name in ("nscc_base_rtt_ns", "nscc_target_ns"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or
+                                      not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"nic: {name} must be a positive number or null, not {value!r}")
         if self.sack_bytes not in tuple(1 << k for k in range(10, 17)):
             raise ValueError(f"nic: sack_bytes must be a power of two from 1024 to 65536, not "
                              f"{self.sack_bytes!r}")
@@ -159,17 +178,39 @@ class NicConfig:
     def timeout_us(self):
         return (1 << self.timeout_k) * TICK_NS / 1000
 
-    def qp_config(self, share=1):
+    def qp_config(self, share=1, topology=None, same_t0=False):
         """The reliability block's per-QP registers; ``share`` QPs carry one flow (the ECMP
         baseline: one per plane) and split its window ``w_max`` between them, so a flow has as
-        many bytes in flight under either transport."""
+        many bytes in flight under either transport. With ``nscc``, the ``topology`` scales
+        NSCC's parameters to the QP's rate (P x link rate / ``share``) and to the unloaded RTT
+        of its path (``same_t0``: its peer under the same T0)."""
+        cc = None
+        if self.nscc:
+            if topology is None:
+                raise ValueError("nic: nscc needs the topology to scale its parameters")
+            rtt = self.nscc_base_rtt_ns or unloaded_rtt_ns(topology, self.pmtu, same_t0)
+            cc = NsccConfig.scaled(topology.planes * topology.link_gbps / share, rtt, self.pmtu,
+                                   target_ns=self.nscc_target_ns, sack_bytes=self.sack_bytes)
         return QpConfig(w_max=max(1, self.w_max // share), mpr=self.mpr,
                         timeout_exp=self.timeout_k, retry_limit=self.retry_limit,
-                        probe_period=self.probe_period)
+                        probe_period=self.probe_period, cc=cc)
 
     def timer_bits(self):
         """Timer width of the reliability block: every deadline (timeout, probe period) fits."""
         return max(10, self.timeout_k + 2, self.probe_period.bit_length() + 1)
+
+
+def unloaded_rtt_ns(topology, pmtu, same_t0=False):
+    """The unloaded round trip of ``topology``'s longest path (or of a path inside one T0 with
+    ``same_t0``): a data packet of ``pmtu`` bytes out and its SACK back, over 4 links through a
+    T1 when there are several T0s (2 inside one T0), each link its serialization (wire overhead
+    included) and delay, each switch its latency."""
+    links = 4 if topology.t0s > 1 and not same_t0 else 2
+    data = frame_length(Opcode.WRITE_MIDDLE, pmtu) + topology.wire_overhead
+    sack = frame_length(Opcode.SACK, 0) + topology.wire_overhead
+    serialize = (data + sack) * 8 / topology.link_gbps
+    return links * (serialize + 2 * topology.link_delay_ns) + \
+        2 * (links - 1) * topology.switch_latency_ns
 
 
 class Message:
@@ -205,6 +246,11 @@ class Flow:
         self.placed_bytes = 0
         self.completed = 0
         self.errors = 0
+        # Per bin of the NIC's series (metrics.md, 2 us): payload bytes placed, data packets
+        # sent (retransmissions included) and trimmed packets received.
+        self.series = {}
+        self.sent_series = {}
+        self.trim_series = {}
 
     @property
     def messages(self):
@@ -301,7 +347,7 @@ class FastReliability(Reliability):
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self.sack_step(qpn, qp, sack)
+        self.sack_input(qpn, qp, sack)
         if not qp.error:
             self.after_input(qpn, qp)
 
@@ -310,7 +356,7 @@ class FastReliability(Reliability):
         if qp is None:
             self.counters["fb_dropped"] += 1
             return
-        self.nack_step(qpn, qp, nack.reason, nack.psn, nack.ev)
+        self.nack_input(qpn, qp, nack.reason, nack.psn, nack.ev)
         if not qp.error:
             self.after_input(qpn, qp)
 
@@ -328,48 +374,54 @@ class FastReliability(Reliability):
         if rec["flushed"]:
             super().send(rec)                   # sets no deadline
         else:
-            self.sent(rec["qpn"], rec["psn"], rec["ev"], rec["req_id"], rec["last"], rec["rtx"])
+            self.sent(rec["qpn"], rec["psn"], rec["ev"], rec["req_id"], rec["last"], rec["rtx"],
+                      rec.get("length", 0))
 
-    def sent(self, qpn, psn, ev, req_id, last, rtx):
+    def sent(self, qpn, psn, ev, req_id, last, rtx, length=0):
         """:meth:`send` of a SEND_RECORD with these fields and ``flushed`` = 0 (the block reads
         no other field of it)."""
         qp = self.active(qpn)
         if qp is None:
             self.counters["send_dropped"] += 1
             return
-        if not rtx and self.profile == 2 and psn == qp.next_psn and qp.in_flight < qp.window \
-                and (psn - qp.cack) % PSN_MODULUS <= qp.psn_range:
+        if not rtx and self.profile == 2 and qp.cc is None and psn == qp.next_psn and \
+                qp.in_flight < qp.window and (psn - qp.cack) % PSN_MODULUS <= qp.psn_range:
             # send_step's new PSN of profile 2, written out (the commonest input).
             self.counters["send"] += 1
             deadline = self.now + (1 << min(qp.cfg.timeout_exp, self.timer_bits - 1))
             in_flight = qp.in_flight + 1
             ackreq = qp.ackreq_psn is None and in_flight >= -(-qp.cfg.w_max // 2)
+            cost = length if length > MIN_COST else MIN_COST
+            qp.charged = (qp.charged + cost) % _BYTE_CREDITS
             qp.entries[psn] = PsnEntry(ev=ev, req_id=req_id, last=bool(last), deadline=deadline,
-                                       counted=True, ackreq=ackreq)
+                                       counted=True, ackreq=ackreq, cost=cost,
+                                       sent_at=self.clock)
             if ackreq:
                 qp.ackreq_psn = psn
             qp.in_flight = in_flight
+            qp.bytes_in_flight += cost
             qp.next_psn = (psn + 1) % PSN_MODULUS
             self._arm(qpn, psn, deadline)
             return
-        entry = self.send_step(qpn, qp, psn, ev, req_id, last, rtx)
+        entry = self.send_step(qpn, qp, psn, ev, req_id, last, rtx, length)
         if entry is not None:
             self._arm(qpn, psn, entry.deadline)
 
     def nack_step(self, qpn, qp, reason, psn, ev):
-        super().nack_step(qpn, qp, reason, psn, ev)
+        taken = super().nack_step(qpn, qp, reason, psn, ev)
         entry = qp.entries.get(psn)
         if entry is not None:
             if entry.state == PsnState.WAIT_CACK:
                 self._wait_cack.add(qpn)
             elif entry.state == PsnState.WAIT_TIMER and entry.deadline > self.now:
                 self._arm(qpn, psn, entry.deadline)
+        return taken
 
     def sack_step(self, qpn, qp, sack):
         cack_psn = sack.cack_psn
         if psn_diff(cack_psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
-            return
+            return False
         self.counters["sack"] += 1
         if sack.m == SackVerdict.SKIP_ONCE:
             self.ev_event(qpn, sack.entropy, EvEvent.SKIP)
@@ -422,6 +474,7 @@ class FastReliability(Reliability):
                         self.request_retx(qpn, qp, psn, entry, RetxCause.CACK_MOVED)
         if sack.pr:
             self.answer_probe(qpn, sack)
+        return True
 
     def tick(self):
         """One 1.024 us tick, as :meth:`Reliability.tick`, visiting only the PSNs due."""
@@ -917,6 +970,9 @@ class SendQp:
         self.psn_limit = start_psn
         self.credit = 0                # profile 2: WINDOW_ROOM.credit (places granted)
         self.sends = 0                 # profile 2: data packets sent, modulo 2^16
+        self.cc = False                # congestion control on (docs/protocol.md 5.1)
+        self.byte_credit = 0           # with it: WINDOW_ROOM.byte_credit
+        self.bytes_sent = 0            # with it: the cost of the data packets sent, modulo 2^32
         self.backlog = deque()         # messages not posted yet (the host's queue)
         self.posted = 0                # work requests posted and not completed
         self.messages = deque()        # posted, not yet fully cut into packets
@@ -1022,10 +1078,12 @@ class Nic:
                                  profile=config.profile)
         # Profile 2: metadata for the whole PSN range of limit (a) (docs/protocol.md 10,
         # point 13); profile 1: for the PSN window.
+        stamp_ps = STAMP_NS * 1000
         self.reliability = FastReliability(
             n_qps=max(1, send_qps), ring=config.mpr if self.v2 else min(config.w_max, config.mpr),
             probe_entries=config.probe_entries, wr_depth=config.wr_depth,
-            timer_bits=config.timer_bits(), profile=config.profile)
+            timer_bits=config.timer_bits(), profile=config.profile,
+            clock=lambda: self.loop.now // stamp_ps)
         # The block's output lists (emptied in place) with their handlers, in stream order.
         self._handlers = tuple(zip((self.reliability.out[s] for s in STREAMS),
                                    (self._on_retx, self._on_limit, self._on_retire,
@@ -1067,9 +1125,12 @@ class Nic:
             evs, seeds, pools = draw_ev_sets(rng, topo.planes, topo.t1s, cfg.slots, cfg.backup,
                                              topo.same_t0(self.host, peer))
             self.table.configure_qp(qpn, evs, seeds, pools)
-        self.send_qps.append(SendQp(qpn, peer, peer_qpn, flow, start_psn, ecmp))
+        qp = SendQp(qpn, peer, peer_qpn, flow, start_psn, ecmp)
+        qp.cc = cfg.nscc
+        self.send_qps.append(qp)
         self.reliability.setup(qpn, start_psn,
-                               cfg=cfg.qp_config(topo.planes if self.ecmp else 1))
+                               cfg=cfg.qp_config(topo.planes if self.ecmp else 1, topo,
+                                                 topo.same_t0(self.host, peer)))
         self._drain()
         return qpn
 
@@ -1156,6 +1217,10 @@ class Nic:
                     is_retx = bool(qp.retx) and not no_retx >> q & 1
                     if is_retx or (qp.messages and not no_new >> q & 1 and
                                    psn_diff(qp.psn_limit, qp.next_psn) > 0):
+                        # With congestion control, the packet's cost must fit cwnd too.
+                        if qp.cc and (qp.byte_credit - qp.bytes_sent - self._cost(qp, is_retx)) \
+                                % _BYTE_CREDITS >= _BYTE_CREDITS >> 1:
+                            continue
                         break
                 else:
                     return
@@ -1173,6 +1238,14 @@ class Nic:
                 else:
                     self._send_data(qp, self._segment(qp), choice, room, rtx=False)
                 break
+
+    def _cost(self, qp, is_retx):
+        """The cost in bytes (docs/protocol.md 5, limit (b)) of ``qp``'s next packet."""
+        if is_retx:
+            length = qp.by_psn[qp.retx[0][0]][2]
+        else:
+            length = min(self.config.pmtu, qp.messages[0].length - qp.offset)
+        return packet_cost(length)
 
     def _segment(self, qp):
         """Cut the next new packet of ``qp``; returns its PSN (its metadata is kept by PSN)."""
@@ -1209,8 +1282,11 @@ class Nic:
         ackreq = opcode in _ACKREQ
         if self.v2:
             qp.sends = (qp.sends + 1) % _CREDITS
+            cost = packet_cost(length)
+            if qp.cc:
+                qp.bytes_sent = (qp.bytes_sent + cost) % _BYTE_CREDITS
             if not ackreq:
-                ackreq = self.reliability.ackreq_due(qp.qpn)
+                ackreq = self.reliability.ackreq_due(qp.qpn, cost)
         packet = self._data_packet(qp, choice, psn, message, offset, length, opcode, rtx,
                                    ackreq)
         packet.sent = now
@@ -1219,14 +1295,17 @@ class Nic:
         counters["data_bytes_sent"] += length
         if rtx:
             counters["retransmitted"] += 1
-        if qp.flow.first_sent is None:
-            qp.flow.first_sent = now
+        flow = qp.flow
+        if flow.first_sent is None:
+            flow.first_sent = now
+        k = now // self.series_ps
+        flow.sent_series[k] = flow.sent_series.get(k, 0) + 1
         if self.on_data is not None:
             self.on_data(self, packet)
         # The SEND_RECORD (its fields the block reads; plane, slot, offset, length, tick and
         # room_mask only inform the RTL's trace). A record not flushed makes no output record.
         self.reliability.sent(qp.qpn, psn, choice.ev, message.req_id,
-                              int(offset + length >= message.length), int(rtx))
+                              int(offset + length >= message.length), int(rtx), length)
         port = self.ports[choice.plane]
         port.push(packet)
         port.wire.kick()
@@ -1429,10 +1508,13 @@ class Nic:
             self.timeline[k] = self.timeline.get(k, 0) + packet.payload
             k = now // self.series_ps
             self.series[k] = self.series.get(k, 0) + packet.payload
+            flow.series[k] = flow.series.get(k, 0) + packet.payload
         elif verdict == Verdict.DUPLICATE:
             counters["duplicates"] += 1
         elif verdict == Verdict.TRIMMED:
             counters["trimmed_received"] += 1
+            k = self.loop.now // self.series_ps
+            qp.flow.trim_series[k] = qp.flow.trim_series.get(k, 0) + 1
         elif verdict == Verdict.OUT_OF_WINDOW:
             counters["out_of_window"] += 1
         if sack is not None:            # on the trigger's path (docs/protocol.md 4.5)
@@ -1521,6 +1603,7 @@ class Nic:
         credit = record.get("credit")
         if credit is not None:
             qp.credit = credit
+            qp.byte_credit = record["byte_credit"]
         self.wake()
 
     def _on_retire(self, record):

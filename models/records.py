@@ -144,15 +144,20 @@ PSN_LIMIT = Record("psn_limit", [("qpn", QPN_WIDTH), ("psn_limit", 24)],
                    doc="""Profile 1 (what the RTL implements today): new PSNs of the QP stop at
 psn_limit (exclusive), the sender window edge.""")
 
-WINDOW_ROOM = Record("window_room", [("qpn", QPN_WIDTH), ("psn_limit", 24), ("credit", 16)],
+WINDOW_ROOM = Record("window_room", [("qpn", QPN_WIDTH), ("psn_limit", 24), ("credit", 16),
+                                      ("byte_credit", 32)],
                      doc="""Profile 2 (docs/protocol.md 5, sender limits (a) and (b)): the
 window room of QP `qpn`. New PSNs stop at `psn_limit` (exclusive, limit (a): cack_psn + 1 + MPR,
 or the next PSN once the QP is in error). `credit` counts, modulo 2^16, the window places the
 reliability block has granted since set-up: W_max at set-up, plus one each time a PSN leaves
 flight (taken as received, or its retransmission requested). The transmit side counts the data
 packets it sends (new and retransmissions, modulo 2^16) and may send one more while that count
-is below `credit` in serial order (limit (b)). A record goes out at set-up and whenever either
-field changes.""")
+is below `credit` in serial order (limit (b)). With congestion control on (docs/protocol.md 5.1)
+`byte_credit` bounds the bytes in flight by cwnd: the transmit side counts, modulo 2^32, the cost
+of every data packet it sends (max(payload length, 1024) bytes) and may send one more while its
+count plus that packet's cost is at most `byte_credit` in serial order; `byte_credit` is the
+block's count of those bytes plus cwnd minus its bytes in flight (0, ignored, with congestion
+control off). A record goes out at set-up and whenever a field changes.""")
 
 CONTROL_RECORD = Record("control_record", [
     ("qpn", QPN_WIDTH), ("opcode", 8), ("ev", 32), ("ext", EXT_WIDTH),

@@ -122,6 +122,18 @@ rules above as written. Profile 2 (docs/protocol.md 4.4, 5) changes these:
   not charged), their timers cancelled, in the same tick step.
 - QP reset (:meth:`Reliability.reset`): pending work requests complete with FLUSHED, then a
   fresh set-up.
+- Congestion control (docs/protocol.md 5.1; ``QpConfig.cc``, an :class:`models.nscc.NsccConfig`,
+  None = off): the QP keeps an :class:`models.nscc.Nscc`. Each PSN counts ``max(length, 1024)``
+  bytes (the send record's ``length``) while it holds its place; limit (b) in bytes is the
+  WINDOW_ROOM ``byte_credit``, ``charged + cwnd - bytes in flight`` modulo 2^32 (``charged``:
+  the cost of every send record not flushed, taken or not, so a refused send's bytes come back
+  at once). The block stamps each copy with its clock (:attr:`Reliability.clock`) when it takes
+  the send record; a SACK with ``pr`` = 0 feeds NSCC the bytes it newly took as received, its
+  ECN signal and the RTT of its trigger's copy (none for ``tm`` = 1, a retransmitted copy or a
+  trigger already taken as received); a TRIMMED or TRIMMED_LASTHOP NACK the block takes (not
+  ``fb_bad``) is a trim; each timeout event one loss reaction (:meth:`Reliability.sack_input`,
+  :meth:`Reliability.nack_input`, :meth:`Reliability.timer_step`). AckReq's half-window rule
+  also fires when the bytes in flight after the send reach cwnd / 2.
 
 Nothing here imports cocotb, Amaranth or scapy.
 """
@@ -130,6 +142,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 
 from .layouts import NETH, PETH, NackReason, Opcode, SackVerdict
+from .nscc import MIN_COST, TICK_STAMPS, Nscc, NsccConfig, packet_cost
 from .records import (CompletionStatus, EvEvent, Record, RetxCause, ext_to_int, int_to_ext)
 from .rx_tracker import PSN_MODULUS, Sack, psn_add, psn_diff
 from .spray import ev_path
@@ -137,7 +150,8 @@ from .spray import ev_path
 __all__ = [
     "Source", "TRACE", "PsnState", "QpConfig", "Reliability", "ReliabilityV1", "PsnEntry",
     "COUNTERS", "STREAMS", "CLEAN_ANSWERS", "PROBE_ID_BITS", "K_BITS", "RETRY_BITS", "W_BITS",
-    "CREDIT_MODULUS", "DEFAULT_RING", "DEFAULT_PROBE_ENTRIES", "DEFAULT_WR_DEPTH",
+    "CREDIT_MODULUS", "BYTE_CREDIT_MODULUS", "DEFAULT_RING", "DEFAULT_PROBE_ENTRIES",
+    "DEFAULT_WR_DEPTH",
     "DEFAULT_TIMER_BITS", "window_of", "psn_range_of", "ackreq_threshold", "timeout_ticks",
     "period_ticks",
 ]
@@ -148,6 +162,7 @@ K_BITS = 4                   # the timeout exponent register
 RETRY_BITS = 4               # the retry_limit register
 W_BITS = 16                  # the w_max and mpr registers
 CREDIT_MODULUS = 1 << 16     # WINDOW_ROOM.credit and the transmit side's count of sends
+BYTE_CREDIT_MODULUS = 1 << 32   # WINDOW_ROOM.byte_credit and the transmit side's count of bytes
 DEFAULT_RING = 64
 DEFAULT_PROBE_ENTRIES = 8
 DEFAULT_WR_DEPTH = 16
@@ -198,6 +213,7 @@ class QpConfig:
     timeout_exp: int = 6
     retry_limit: int = 7
     probe_period: int = 64
+    cc: NsccConfig = None        # profile 2: NSCC's parameters (docs/protocol.md 5.1), None = off
 
     def __post_init__(self):
         for name, bits in (("w_max", W_BITS), ("mpr", W_BITS), ("timeout_exp", K_BITS),
@@ -206,6 +222,8 @@ class QpConfig:
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << bits:
                 raise ValueError(f"{name} must be an integer in 0..{(1 << bits) - 1}, "
                                  f"not {value!r}")
+        if self.cc is not None and not isinstance(self.cc, NsccConfig):
+            raise ValueError(f"cc must be an NsccConfig or None, not {self.cc!r}")
 
 
 def window_of(cfg, ring):
@@ -240,7 +258,9 @@ class PsnEntry:
     """Metadata of one outstanding PSN (build it with keywords: the field order may change).
 
     ``counted`` (profile 2): the PSN holds a place in the window (limit (b)); ``ackreq``: its
-    latest copy carried AckReq by the half-window rule."""
+    latest copy carried AckReq by the half-window rule; ``cost`` the bytes it counts in flight
+    (max(payload length, 1024)), ``sent_at`` the block's clock (:data:`models.nscc.STAMP_NS`
+    units) when it took the latest copy's send record, ``rtx`` that copy was a retransmission."""
     ev: int
     req_id: int
     last: bool
@@ -250,6 +270,9 @@ class PsnEntry:
     deadline: int = 0
     counted: bool = False
     ackreq: bool = False
+    cost: int = 0
+    sent_at: int = 0
+    rtx: bool = False
 
 
 _Entry = PsnEntry             # the name of older code
@@ -279,8 +302,15 @@ class _Qp:
         self.in_flight = 0            # profile 2: places held (entries counted)
         self.credit = cfg.w_max % CREDIT_MODULUS   # profile 2: places granted, modulo 2^16
         self.ackreq_psn = None        # profile 2: the PSN in flight that carried AckReq by rule
-        self.announced = None         # profile 2: the last WINDOW_ROOM (psn_limit, credit)
+        self.announced = None         # profile 2: the last WINDOW_ROOM (psn_limit, credit, bytes)
         self.profile = profile
+        # Profile 2 with congestion control (docs/protocol.md 5.1): NSCC's state, the bytes in
+        # flight (PSNs counted, each its cost) and the bytes of every data packet the transmit
+        # side counted (each send record not flushed), modulo 2^32.
+        self.cc = Nscc(cfg.cc) if cfg.cc is not None and profile == 2 else None
+        self.bytes_in_flight = 0
+        self.charged = 0
+        self.acked_bytes = 0          # the cost of every PSN a SACK took as received (5.1)
 
     def outstanding(self, psn):
         return psn_diff(psn, self.cack) > 0 and psn_diff(psn, self.next_psn) < 0
@@ -292,6 +322,15 @@ class _Qp:
     def psn_limit(self):
         """Profile 2: the WINDOW_ROOM ``psn_limit`` (limit (a); the next PSN once in error)."""
         return self.next_psn if self.error else psn_add(self.cack, 1 + self.psn_range)
+
+    def byte_credit(self):
+        """Profile 2: the WINDOW_ROOM ``byte_credit``: the bytes the transmit side may have
+        counted when its next packet's cost fits, ``charged + cwnd - bytes_in_flight`` modulo
+        2^32 (0 without congestion control; at a QP error, ``charged``: no room)."""
+        if self.cc is None:
+            return 0
+        room = 0 if self.error else self.cc.cwnd - self.bytes_in_flight
+        return (self.charged + room) % BYTE_CREDIT_MODULUS
 
 
 class Reliability:
@@ -305,7 +344,9 @@ class Reliability:
     :attr:`counters` counts :data:`COUNTERS`.
 
     **Subclass API.** A faster subclass (``models/fabric_nic.py``) may override the steps
-    :meth:`sack_step`, :meth:`nack_step`, :meth:`send_step` and :meth:`timer_step`, and use
+    :meth:`sack_step`, :meth:`nack_step`, :meth:`send_step` and :meth:`timer_step` (the first
+    two return whether the block took the input, not ``fb_bad``), and use :meth:`sack_input`
+    and :meth:`nack_input` (the steps with congestion control around them),
     :meth:`active`, :meth:`emit`, :meth:`emit_limit`, :meth:`request_retx`, :meth:`ev_event`,
     :meth:`complete_passed`, :meth:`answer_probe`, :meth:`probe_timeouts`, :meth:`probes_due`,
     :meth:`acknowledge`, :meth:`after_input`, :meth:`announce` and :meth:`ackreq_due`; it builds
@@ -313,7 +354,8 @@ class Reliability:
     """
 
     def __init__(self, n_qps=4, ring=DEFAULT_RING, probe_entries=DEFAULT_PROBE_ENTRIES,
-                 wr_depth=DEFAULT_WR_DEPTH, timer_bits=DEFAULT_TIMER_BITS, now=0, profile=2):
+                 wr_depth=DEFAULT_WR_DEPTH, timer_bits=DEFAULT_TIMER_BITS, now=0, profile=2,
+                 clock=None):
         for name, value, low in (("n_qps", n_qps, 1), ("ring", ring, 1),
                                  ("probe_entries", probe_entries, 1), ("wr_depth", wr_depth, 1),
                                  ("timer_bits", timer_bits, 2)):
@@ -332,6 +374,14 @@ class Reliability:
         self.probe_id = 0
         self.out = {s: [] for s in STREAMS}
         self.counters = Counter({name: 0 for name in COUNTERS})
+        self._clock = clock
+
+    @property
+    def clock(self):
+        """The block's time for congestion control, in :data:`models.nscc.STAMP_NS` units: the
+        ``clock`` callable given at construction (the fabric model's time), else the tick count
+        times :data:`models.nscc.TICK_STAMPS`."""
+        return self._clock() if self._clock is not None else self.now * TICK_STAMPS
 
     # --- configuration ----------------------------------------------------------------------------
 
@@ -393,28 +443,34 @@ class Reliability:
     def announce(self, qpn, qp, force=False):
         """Profile 2: a WINDOW_ROOM record when its fields changed since the last one (always
         with ``force``: the record that closes the room at a QP error)."""
-        room = (qp.psn_limit(), qp.credit)
+        room = (qp.psn_limit(), qp.credit, qp.byte_credit())
         if force or room != qp.announced:
             qp.announced = room
-            self.emit("limit", qpn=qpn, psn_limit=room[0], credit=room[1])
+            self.emit("limit", qpn=qpn, psn_limit=room[0], credit=room[1], byte_credit=room[2])
 
-    def ackreq_due(self, qpn):
-        """Profile 2 (docs/protocol.md 5, AckReq): whether the QP's next data packet carries
-        BTH.AckReq by the half-window rule: after its send, the in-flight count reaches
-        ceil(W_max / 2), and no packet that carried AckReq by this rule is still in flight. The
+    def ackreq_due(self, qpn, cost=0):
+        """Profile 2 (docs/protocol.md 5, AckReq): whether the QP's next data packet (counting
+        ``cost`` bytes) carries BTH.AckReq by the half-window rule: after its send, the in-flight
+        count reaches ceil(W_max / 2) (or, with congestion control, the bytes in flight reach
+        cwnd / 2), and no packet that carried AckReq by this rule is still in flight. The
         transmit side asks before it sends; the block marks the entry alike when it takes the
         send record."""
         qp = self.active(qpn) if self.profile == 2 else None
-        return qp is not None and qp.ackreq_psn is None and \
-            qp.in_flight + 1 >= ackreq_threshold(qp.cfg)
+        return qp is not None and qp.ackreq_psn is None and self._half_window(qp, cost)
+
+    @staticmethod
+    def _half_window(qp, cost):
+        return qp.in_flight + 1 >= ackreq_threshold(qp.cfg) or \
+            (qp.cc is not None and 2 * (qp.bytes_in_flight + cost) >= qp.cc.cwnd)
 
     def _take_place(self, qp, psn, entry):
-        """Profile 2: the PSN's new copy takes a place in the window."""
-        entry.ackreq = qp.ackreq_psn is None and qp.in_flight + 1 >= ackreq_threshold(qp.cfg)
+        """Profile 2: the PSN's new copy takes a place in the window (and its cost in bytes)."""
+        entry.ackreq = qp.ackreq_psn is None and self._half_window(qp, entry.cost)
         if entry.ackreq:
             qp.ackreq_psn = psn
         entry.counted = True
         qp.in_flight += 1
+        qp.bytes_in_flight += entry.cost
 
     def release(self, qp, psn, entry):
         """Profile 2: the PSN's copy leaves flight (taken as received, or its retransmission
@@ -422,6 +478,7 @@ class Reliability:
         if entry.counted:
             entry.counted = False
             qp.in_flight -= 1
+            qp.bytes_in_flight -= entry.cost
             qp.credit = (qp.credit + 1) % CREDIT_MODULUS
             if qp.ackreq_psn == psn:
                 qp.ackreq_psn = None
@@ -474,6 +531,7 @@ class Reliability:
     def acknowledge(self, qp, psn, entry):
         """A SACK takes ``psn`` as received (profile 2: its place is released)."""
         entry.acked = True
+        qp.acked_bytes += entry.cost
         if self.profile == 2:
             self.release(qp, psn, entry)
 
@@ -496,10 +554,14 @@ class Reliability:
             self.request_retx(qpn, qp, psn, entry, RetxCause.FLUSHED)
             self.after_input(qpn, qp)
             return
-        self.send_step(qpn, qp, psn, rec["ev"], rec["req_id"], rec["last"], rec["rtx"])
+        self.send_step(qpn, qp, psn, rec["ev"], rec["req_id"], rec["last"], rec["rtx"],
+                       rec.get("length", 0))
 
-    def send_step(self, qpn, qp, psn, ev, req_id, last, rtx):
-        """A data packet sent (not flushed): a retransmission's new copy, or a new PSN."""
+    def send_step(self, qpn, qp, psn, ev, req_id, last, rtx, length=0):
+        """A data packet sent (not flushed): a retransmission's new copy, or a new PSN, of
+        ``length`` payload bytes. The transmit side counted its cost against the byte credit."""
+        cost = packet_cost(length)
+        qp.charged = (qp.charged + cost) % BYTE_CREDIT_MODULUS
         if rtx:
             entry = qp.entries.get(psn)
             if entry is None or entry.acked or entry.state != PsnState.RETX_PENDING:
@@ -511,6 +573,7 @@ class Reliability:
             entry.ev = ev
             entry.state = PsnState.IN_FLIGHT
             entry.deadline = self.now + timeout_ticks(qp.cfg, self.timer_bits)
+            entry.rtx = True
         else:
             ahead = psn_diff(psn, qp.cack)
             if psn != qp.next_psn or (self.profile == 1 and ahead > qp.window) or \
@@ -524,6 +587,8 @@ class Reliability:
                 ev=ev, req_id=req_id, last=bool(last),
                 deadline=self.now + timeout_ticks(qp.cfg, self.timer_bits))
             qp.next_psn = psn_add(psn, 1)
+        entry.cost = cost
+        entry.sent_at = self.clock
         if self.profile == 2:
             self._take_place(qp, psn, entry)
         return entry
@@ -545,18 +610,50 @@ class Reliability:
             self.counters["fb_dropped"] += 1
             return
         if opcode == Opcode.SACK:
-            self.sack_step(qpn, qp, Sack.from_ext(int_to_ext(rec["ext"], 36)))
+            self.sack_input(qpn, qp, Sack.from_ext(int_to_ext(rec["ext"], 36)))
         else:
             neth = NETH.unpack(int_to_ext(rec["ext"], NETH.size))
-            self.nack_step(qpn, qp, neth["nack_reason"], neth["nack_psn"], neth["entropy"])
+            self.nack_input(qpn, qp, neth["nack_reason"], neth["nack_psn"], neth["entropy"])
         if not qp.error:
             self.after_input(qpn, qp)
+
+    def sack_input(self, qpn, qp, sack):
+        """A SACK for an active QP: :meth:`sack_step`, with congestion control around it (5.1):
+        the delay sample of its trigger's copy (none from a probe answer, a SACK with ``tm`` = 1,
+        a retransmitted copy, or a trigger already taken as received), then NSCC's update with
+        the bytes the SACK newly took as received and its ECN signal (``m`` = SKIP_ONCE)."""
+        cc = qp.cc
+        if cc is None:
+            self.sack_step(qpn, qp, sack)
+            return
+        rtt = None
+        if not sack.pr and not sack.tm:
+            trigger = psn_add(sack.cack_psn, sack.ack_psn_offset)
+            entry = qp.entries.get(trigger) if qp.outstanding(trigger) else None
+            if entry is not None and not entry.acked and not entry.rtx:
+                rtt = self.clock - entry.sent_at
+        before = qp.acked_bytes
+        taken = self.sack_step(qpn, qp, sack)
+        if taken and not sack.pr and not qp.error:
+            cc.on_sack(self.clock, qp.acked_bytes - before, sack.m == SackVerdict.SKIP_ONCE,
+                       rtt, qp.bytes_in_flight)
+
+    def nack_input(self, qpn, qp, reason, psn, ev):
+        """A NACK for an active QP: :meth:`nack_step`; one TRIMMED or TRIMMED_LASTHOP that the
+        block takes (not ``fb_bad``) is an ECN signal for congestion control (5.1)."""
+        entry = qp.entries.get(psn)
+        cost = entry.cost if entry is not None else MIN_COST
+        taken = self.nack_step(qpn, qp, reason, psn, ev)
+        if taken and qp.cc is not None and not qp.error and \
+                reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+            qp.cc.on_trim(self.clock, cost, qp.bytes_in_flight,
+                          reason == NackReason.TRIMMED_LASTHOP)
 
     def sack_step(self, qpn, qp, sack):
         """One SACK (docs/protocol.md 2.1, 5) for an active QP."""
         if psn_diff(sack.cack_psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
-            return
+            return False
         self.counters["sack"] += 1
         if sack.m == SackVerdict.SKIP_ONCE:
             self.ev_event(qpn, sack.entropy, EvEvent.SKIP)
@@ -580,6 +677,7 @@ class Reliability:
                     self.request_retx(qpn, qp, psn, entry, RetxCause.CACK_MOVED)
         if sack.pr:
             self.answer_probe(qpn, sack)
+        return True
 
     _sack = sack_step
 
@@ -609,20 +707,20 @@ class Reliability:
                  NackReason.PSN_OOR_WINDOW, NackReason.UNEXP_EVENT)
         if reason not in known or psn_diff(psn, qp.next_psn) >= 0:
             self.counters["fb_bad"] += 1
-            return
+            return False
         self.counters["nack"] += 1
         if reason == NackReason.TRIMMED:
             self.ev_event(qpn, ev, EvEvent.SKIP)
         entry = qp.entries.get(psn)
         if entry is None or entry.acked:
             self.counters["fb_stale"] += 1
-            return
+            return True
         if reason == NackReason.UNEXP_EVENT:
             self._error(qpn, qp, CompletionStatus.QP_ERROR)
-            return
+            return True
         if entry.ev != ev or entry.state != PsnState.IN_FLIGHT:
             self.counters["fb_stale"] += 1
-            return
+            return True
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
             self.request_retx(qpn, qp, psn, entry, RetxCause.NACK_TRIMMED)
         elif reason == NackReason.NO_PKT_BUFFER:
@@ -630,6 +728,7 @@ class Reliability:
             entry.deadline = self.now + period_ticks(qp.cfg, self.timer_bits)
         else:
             entry.state = PsnState.WAIT_CACK
+        return True
 
     _nack = nack_step
 
@@ -716,6 +815,8 @@ class Reliability:
             return True
         entry.retries += 1
         ev = entry.ev
+        if qp.cc is not None:
+            qp.cc.on_timeout(self.clock, entry.cost)   # one reaction per timeout event (5.1)
         if self.profile == 2:
             self.path_lost(qpn, qp, psn, ev)
         else:

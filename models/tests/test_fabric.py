@@ -16,17 +16,18 @@ import pytest
 import yaml
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from models.fabric import (Fault, FrameFabric, Scenario, SwitchSettings, load_scenario,
                            failure_loss, lone_goodputs, main, run_scenario)
 from models.fabric_net import (EventLoop, FabricPort, Impairment, Network, Packet, Wire, ps)
 from models.fabric_nic import (FastEvTable, FastReliability, FastRxTracker, LightSack, NicConfig,
-                               draw_ev_sets, ecmp_path)
+                               draw_ev_sets, ecmp_path, unloaded_rtt_ns)
 from models.fabric_topology import T0, T1, Topology, frame_between, nic_address, plane_address
 from models.layouts import NETH, Dscp, Ecn, HOP_LIMIT_DEFAULT, NackReason, Opcode
 from models.packets import Addresses, build_frame, data_packet, parse_frame
 from models.records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
+from models.nscc import STAMP_NS, NsccConfig
 from models.reliability import QpConfig, Reliability
 from models.rx_tracker import Arrival, Nack, Probe, RxState, RxTracker, Sack, psn_add
 from models.spray import EvTable, ev_path, ev_t1, make_ev
@@ -397,6 +398,11 @@ class TwinReliability:
                 if slow.profile == 2:
                     counted = [e for e in a.entries.values() if e.counted]
                     assert a.in_flight == len(counted) <= a.cfg.w_max
+                    assert (a.bytes_in_flight, a.charged, a.acked_bytes) == \
+                        (b.bytes_in_flight, b.charged, b.acked_bytes)
+                    assert a.bytes_in_flight == sum(e.cost for e in counted)
+                    if a.cc is not None:
+                        assert vars(a.cc) == vars(b.cc)
         assert slow.counters == fast.counters
         return out
 
@@ -408,7 +414,20 @@ def test_fast_reliability_equals_reliability(case):
     PSN_OOR_WINDOW NACKs, dead paths, planes down with flushed packets, a wrong R_Key, a doomed
     QP, PSNs and ticks wrapping) run by both blocks at once: every output record, counter and
     QP state the same after every input and tick."""
+    twin_loop(*case)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reliability_scenarios())
+def test_fast_reliability_equals_reliability_with_nscc(case):
+    """The same with congestion control on every QP (profile 2): NSCC's state, the bytes in
+    flight and the byte credit the same in both blocks after every input and tick."""
     sc, cfgs, seed = case
+    assume(sc.profile == 2)
+    twin_loop(sc, [replace(c, cc=NsccConfig.scaled(100, 2000, 4096)) for c in cfgs], seed)
+
+
+def twin_loop(sc, cfgs, seed):
     rng = random.Random(seed)
     starts = [rng.choice((rng.randrange(1 << 24), (1 << 24) - rng.randint(1, 40)))
               for _ in cfgs]
@@ -625,10 +644,29 @@ def test_ev_sets_spread_over_t1s_and_ecmp_hash_spreads():
 
 
 @pytest.mark.parametrize("bad", [dict(pmtu=300), dict(transport="tcp"), dict(slots=12),
-                                 dict(w_max=0), dict(mpr=100)])
+                                 dict(w_max=0), dict(mpr=100), dict(nscc=1),
+                                 dict(nscc=True, profile=1), dict(nscc_target_ns=0),
+                                 dict(nscc_base_rtt_ns="1 us")])
 def test_nic_config_refuses_bad_values(bad):
     with pytest.raises(ValueError):
         NicConfig(**bad)
+
+
+def test_nscc_parameters_per_qp_path():
+    """Each sender QP's NSCC is scaled from its NIC's rate and its own path's unloaded RTT
+    (through a T1, or inside one T0); ``nscc_base_rtt_ns`` and ``nscc_target_ns`` override."""
+    topo = Topology(hosts=4, planes=4, t0s=2, t1s=2)
+    cross, inside = unloaded_rtt_ns(topo, 4096), unloaded_rtt_ns(topo, 4096, same_t0=True)
+    assert 2000 < cross < 2400 and abs(inside - cross / 2) < 1
+    cfg = NicConfig(nscc=True)
+    far, near = cfg.qp_config(1, topo).cc, cfg.qp_config(1, topo, same_t0=True).cc
+    assert far.base_rtt == round(cross / STAMP_NS) and near.base_rtt == round(inside / STAMP_NS)
+    assert far.cwnd_max > near.cwnd_max > 0
+    fixed = NicConfig(nscc=True, nscc_base_rtt_ns=5000, nscc_target_ns=800).qp_config(1, topo).cc
+    assert (fixed.base_rtt, fixed.target) == (round(5000 / STAMP_NS), 50)
+    assert NicConfig().qp_config(1, topo).cc is None
+    with pytest.raises(ValueError, match="topology"):
+        cfg.qp_config(1)
 
 
 # --- Scenario files -------------------------------------------------------------------------------
@@ -879,3 +917,113 @@ def test_link_failure_costs_its_capacity_share_64x8():
     timeout plus 5 us (the scenario's check)."""
     scenario = load_scenario(ROOT / "sim" / "scenarios" / "permutation_link_down.yaml")
     failure_claim(scenario.with_changes(traffic={"messages": 16}), slack=0.005, ratio=2.0)
+
+
+# --- Congestion control (issue [cc], docs/protocol.md 5.1, docs/scenarios.md 8) ---------------
+
+INCAST = ROOT / "sim" / "scenarios" / "incast_trim.yaml"
+NSCC_ON = {"nscc": True}
+CC_TARGETS = {"max_trim_fraction": 0.02, "min_fairness": 0.98, "min_bottleneck_goodput": 0.9}
+
+
+def cc_figures(result):
+    return (f"trimmed {result.trim_fraction():.2%} of data packets, Jain {result.fairness():.3f}, "
+            f"bottleneck {result.bottleneck_goodput():.1%} of line rate, trims {result.trims}, "
+            f"goodputs {[round(g) for g in result.goodputs]} Gb/s")
+
+
+def test_nscc_incast_trims_far_less_reduced():
+    """incast_trim (reduced) with NSCC on every sender: every message still completes and every
+    byte lands, the trimmed share after 3 RTTs falls from 71% to 6.5%, and the receiver's
+    downlinks carry more goodput (0.955 of line rate against 0.835)."""
+    off = run_scenario(load_scenario(INCAST, reduced=True))
+    on = run_scenario(load_scenario(INCAST, reduced=True).with_changes(
+        nic=NSCC_ON, checks={"min_trims": 0, "min_retransmitted": 0}))
+    print(f"NSCC off: {cc_figures(off)}\nNSCC on: {cc_figures(on)}")
+    assert off.ok and on.ok, [c for c in on.checks if not c[1]]
+    assert off.trim_fraction() >= 0.6 and on.trim_fraction() <= 0.12      # 0.714, 0.065
+    assert on.bottleneck_goodput() >= 0.9 > off.bottleneck_goodput()       # 0.955, 0.835
+    assert on.counters["data_sent"] < off.counters["data_sent"] / 2
+
+
+def test_nscc_incast_meets_the_cc_targets():
+    """Issue [cc]: after 3 RTTs trimmed packets <= 2% of data packets, Jain's index of the
+    incast flows >= 0.98, the bottleneck >= 0.9 of its line rate (the full form). Reported:
+    an expected failure while a target is not met (docs/scenarios.md 8)."""
+    on = run_scenario(load_scenario(INCAST).with_changes(
+        nic=NSCC_ON, checks=dict(CC_TARGETS, min_trims=0, min_retransmitted=0)))
+    print(f"incast_trim with NSCC: {cc_figures(on)}")
+    missed = [(name, detail) for name, ok, detail in on.checks if not ok]
+    assert on.finished and all(f.done and not f.errors for f in on.flows)
+    if missed:
+        pytest.xfail(f"[cc] targets not met: {missed}")
+
+
+def nscc_spraying(scenario):
+    """MRC with NSCC: each flow's goodput / its lone-flow goodput (lone also with NSCC)."""
+    scenario = scenario.with_changes(nic=NSCC_ON)
+    mrc = run_scenario(scenario)
+    assert mrc.ok, mrc.summary()
+    lone = lone_goodputs(scenario, mrc.run)
+    fractions = [g / l for g, l in zip(mrc.goodputs, lone)]
+    mean = sum(fractions) / len(fractions)
+    print(f"{scenario.topology.describe()}, seed {scenario.seed}, NSCC on: goodput / lone-flow "
+          f"goodput min {min(fractions):.4f} mean {mean:.4f} (lone {min(lone):.1f}-"
+          f"{max(lone):.1f} Gb/s), trims {mrc.trims}")
+    if scenario.nic.pmtu == 4096:
+        assert min(lone) >= LONE_FLOOR * mrc.host_line_gbps
+    return min(fractions), mean
+
+
+def test_nscc_spraying_reduced():
+    """NSCC on, 8 hosts x 4 planes: every flow >= 0.95 of its lone-flow goodput, the mean >=
+    0.975 (measured 0.9935 and 0.9950, as without NSCC)."""
+    low, mean = nscc_spraying(permutation(reduced=True, messages=8).with_changes(
+        topology={"hosts": 8, "t0s": 2}))
+    assert low >= 0.95 and mean >= 0.975
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("seed", SPRAY_SEEDS)
+def test_nscc_spraying_64x8(seed):
+    """Issue [cc]: at 64 x 8 with NSCC on, every flow >= 0.96 and the mean >= 0.98 of its
+    lone-flow goodput. Asserted: completion and the floors measured (docs/scenarios.md 8);
+    an expected failure while the issue's target is not met."""
+    low, mean = nscc_spraying(permutation(reduced=False, messages=16, seed=seed))
+    assert low >= 0.8 and mean >= 0.9
+    if low < 0.96 or mean < 0.98:
+        pytest.xfail(f"[cc] target not met: min {low:.4f} (>= 0.96), mean {mean:.4f} (>= 0.98)")
+
+
+MULTI_TENANT = ROOT / "sim" / "scenarios" / "multi_tenant.yaml"
+
+
+def victim_runs(form):
+    scenario = load_scenario(MULTI_TENANT, reduced=form == "reduced", rtl=form == "rtl")
+    scenario = scenario.with_changes(checks={"min_victim_fraction": None})
+    runs = [run_scenario(scenario.with_changes(nic={"nscc": nscc})) for nscc in (False, True)]
+    for nscc, run in zip(("off", "on"), runs):
+        fraction, goodput, alone = run.victim_fraction()
+        print(f"multi_tenant {form}, NSCC {nscc}: victim {fraction:.3f} of its goodput alone "
+              f"({goodput:.1f} of {alone:.1f} Gb/s), trims {run.trims}, ECN marks "
+              f"{run.ecn_marks}")
+        assert run.ok, [c for c in run.checks if not c[1]]
+    return runs
+
+
+@pytest.mark.parametrize("form", ["reduced", "rtl"])
+def test_multi_tenant_victim_keeps_its_goodput(form):
+    """Issue [cc] item 3: beside a 7 -> 1 incast across the T1s (rtl form: 2 -> 1), the victim
+    flow keeps >= 0.9 of its goodput alone with NSCC on (measured 0.958 reduced, 0.911 rtl form;
+    NSCC off 0.932 and 0.885), and NSCC trims far less."""
+    off, on = victim_runs(form)
+    assert on.victim_fraction()[0] >= 0.9
+    assert on.victim_fraction()[0] > off.victim_fraction()[0]
+    assert on.trims < off.trims / 2
+
+
+@pytest.mark.full
+def test_multi_tenant_victim_keeps_its_goodput_full():
+    """The full form, 16 hosts x 4 planes (measured: 0.978 with NSCC, 0.964 without)."""
+    off, on = victim_runs("full")
+    assert on.victim_fraction()[0] >= 0.9 and off.victim_fraction()[0] >= 0.9

@@ -16,6 +16,7 @@ from models.records import (CompletionStatus, EvEvent, RetxCause, SEND_RECORD, e
                             int_to_ext)
 from models.reliability import (COUNTERS, TRACE, QpConfig, Reliability, Source, period_ticks,
                                 timeout_ticks, window_of)
+from models.nscc import NsccConfig
 from models.rx_tracker import Nack, Sack, psn_add, psn_diff
 from models.spray import ev_path, make_ev
 from models.reliability_world import Scenario, World, run_model
@@ -718,3 +719,100 @@ def test_dead_path_is_dropped_within_a_timeout_and_used_again_after_it_heals(pro
     assert any(c >= heal for c in on_path), "the healed path is never used again"
     assert world.events[EvEvent.RECOVERED] > 0
     assert all(s == CompletionStatus.OK for q in range(3) for s in world.status(q))
+
+
+# --- profile 2 with congestion control (docs/protocol.md 5.1) -----------------------------------
+
+NSCC = NsccConfig.scaled(100, 2000, 4096)       # cwnd from 75,000 B (3 BDPs), at least 4,096
+
+
+def cc_block(now=None):
+    """One QP with NSCC on (W_max 64); ``now`` a list holding the block's clock (stamps)."""
+    clock = now if now is not None else [0]
+    rel = Reliability(n_qps=1, ring=64, probe_entries=4, wr_depth=4, timer_bits=8, profile=2,
+                      clock=lambda: clock[0])
+    rel.setup(0, 100, True, QpConfig(w_max=64, timeout_exp=3, retry_limit=2, probe_period=4,
+                                     cc=NSCC))
+    return rel, clock
+
+
+def cc_send(rel, psn, length=4096, rtx=0, ev=EV_A):
+    rec = send(0, psn, ev=ev, rtx=rtx)
+    rec["length"] = length
+    rel.send(rec)
+
+
+def test_cc_window_room_in_bytes():
+    """byte_credit = the bytes the transmit side counted + cwnd - the bytes in flight (each
+    packet max(length, 1024)): a send put in flight leaves it as it was, a refused send's bytes
+    come back at once, a SACK's acknowledged bytes give room back; cc off: 0."""
+    rel, _ = cc_block()
+    first = rel.take()["limit"]
+    assert first[-1]["byte_credit"] == NSCC.cwnd_init
+    for i, length in enumerate((4096, 100, 4096)):
+        cc_send(rel, 100 + i, length)
+    qp = rel.qp(0)
+    assert qp.bytes_in_flight == 4096 + 1024 + 4096 and qp.charged == 9216
+    assert rel.take()["limit"] == []          # a send in flight changes no field of the room
+    cc_send(rel, 200)                                       # not the next PSN: refused
+    assert qp.charged == 9216 + 4096 and qp.bytes_in_flight == 9216
+    assert rel.take()["limit"][-1]["byte_credit"] == (qp.charged + qp.cc.cwnd - 9216)
+    rel.feedback(sack(0, 101))
+    assert qp.bytes_in_flight == 4096 and qp.acked_bytes == 5120
+    assert rel.take()["limit"][-1]["byte_credit"] == qp.charged + qp.cc.cwnd - 4096
+    off = block(n_qps=1, cfg=CFG2, profile=2)
+    off.send(send(0, 100))
+    off.feedback(sack(0, 100))
+    assert off.take()["limit"][-1]["byte_credit"] == 0
+
+
+def test_cc_delay_sample_from_the_trigger_copy():
+    """The RTT sample is the clock at the SACK minus the stamp of its trigger's copy; none
+    from a retransmitted copy, a timer SACK, a probe answer or a trigger already acknowledged."""
+    rel, clock = cc_block()
+    seen = []
+    cc = rel.qp(0).cc
+    real = cc.on_sack
+    cc.on_sack = lambda now, acked, ecn, rtt, infl: (seen.append((now, acked, ecn, rtt)),
+                                                     real(now, acked, ecn, rtt, infl))[1]
+    for i in range(4):
+        clock[0] = 10 * i
+        cc_send(rel, 100 + i)
+    clock[0] = 500
+    rel.feedback(sack(0, 100, offset=0))                    # trigger 100, sent at 0
+    rel.feedback(sack(0, 100, offset=0))                    # 100 already acknowledged
+    rel.feedback(sack(0, 100, offset=2, m=SackVerdict.SKIP_ONCE))   # trigger 102, sent at 20
+    assert seen == [(500, 4096, False, 500), (500, 0, False, None), (500, 4096, True, 480)]
+    rel.feedback(nack(0, NackReason.TRIMMED, 103))
+    assert cc.ecn_pending and cc.counters["trims"] == 1
+    clock[0] = 600
+    cc_send(rel, 103, rtx=1, ev=EV_B)
+    rel.feedback(sack(0, 101, offset=2))                    # trigger 103, a retransmission
+    assert seen[-1] == (600, 4096 * 2, False, None)
+
+
+def test_cc_timeout_is_one_loss_reaction():
+    """A timeout that declares several PSNs of its path lost costs cwnd one packet, once."""
+    rel, _ = cc_block()
+    for i in range(3):
+        cc_send(rel, 100 + i)
+    cwnd = rel.qp(0).cc.cwnd
+    ticks(rel, timeout_ticks(QpConfig(timeout_exp=3), 8))
+    assert rel.counters["timeout"] == 1 and rel.qp(0).cc.counters["timeouts"] == 1
+    assert rel.qp(0).cc.cwnd == cwnd - 4096 and rel.qp(0).bytes_in_flight == 0
+
+
+def test_cc_ackreq_at_half_the_window_in_bytes():
+    rel, _ = cc_block()
+    half = -(-NSCC.cwnd_init // 2)
+    psn = 100
+    while not rel.ackreq_due(0, 4096):
+        cc_send(rel, psn)
+        psn += 1
+    assert 2 * (rel.qp(0).bytes_in_flight + 4096) >= NSCC.cwnd_init
+    assert rel.qp(0).bytes_in_flight < half
+
+
+def test_cc_config_is_checked():
+    with pytest.raises(ValueError, match="NsccConfig"):
+        QpConfig(cc={"cwnd_init": 1})
