@@ -2,14 +2,18 @@
 """NSCC on the fabric model (issue [cc], docs/protocol.md 5.1, docs/scenarios.md 8): the figures
 of the issue's targets, measured, never asserted.
 
-    python -m bench.nscc [--reduced] [--seeds 7,8,9] [--set nscc_target_ns=6600 ...]
+    python -m bench.nscc [--reduced] [--seeds 7,8,9] [--htsim 1,2,3,4,5]
+                         [--set nscc_target_ns=6600 ...]
 
 Runs ``incast_trim`` (its form, and the same with 40 messages per sender, so NSCC has time to
 settle) with NSCC off and on: trimmed packets per data packet after 3 unloaded RTTs, Jain's index
 of the incast flows and the bottleneck's goodput over the same bins (``models.fabric.Result``);
 then the 64 x 8 permutation of ``sim/scenarios/permutation.yaml`` (16 messages of 1 MB per flow)
 with NSCC on, each flow's goodput against its lone-flow goodput (lone also with NSCC on), per
-seed. ``--reduced`` takes the reduced forms (seconds instead of minutes); ``--set`` overrides
+seed; with ``--htsim`` the cross-check on htsim's topology (``sim/scenarios/htsim_permutation.yaml``)
+for those seeds: oblivious spraying and ECMP with htsim's NSCC parameters against htsim's means
+(0.903, 0.640), MRC with the project's. ``--reduced`` takes the reduced forms (seconds instead
+of minutes); ``--set`` overrides
 NIC settings (``nic:`` keys of the scenario files) for a sweep. Writes ``bench/nscc.json`` and
 ``bench/nscc.md`` (full forms only) and prints the table.
 """
@@ -60,11 +64,29 @@ def permutation(reduced, nic, seed):
             "lone_gbps": [round(min(lone), 1), round(max(lone), 1)], "trims": r.trims}
 
 
+HTSIM_MEANS = {"oblivious": 0.903, "ecmp": 0.640}
+
+
+def htsim(reduced, nic, seed, transport):
+    style = "project" if transport == "mrc" else "htsim"
+    scenario = load_scenario(SCENARIOS / "htsim_permutation.yaml", reduced=reduced)
+    scenario = scenario.with_changes(seed=seed, nic=dict(nic, transport=transport,
+                                                         nscc_style=style))
+    r = run_scenario(scenario)
+    lone = lone_goodputs(scenario, r.run)
+    fractions = [g / l for g, l in zip(r.goodputs, lone)]
+    return {"run": f"htsim topology{' (reduced)' if reduced else ''}, seed {seed}, {transport}, "
+                   f"NSCC ({style})", "complete": r.ok, "min": round(min(fractions), 4),
+            "mean": round(sum(fractions) / len(fractions), 4),
+            "lone_gbps": [round(min(lone), 1), round(max(lone), 1)], "trims": r.trims,
+            "transport": transport}
+
+
 def table(rows, settings):
     lines = [f"# NSCC on the fabric model (`python -m bench.nscc`)", "",
              f"Targets of issue [cc]: {TARGETS}. NIC settings: {settings or 'defaults'}.", "",
-             "| run | complete | trimmed after 3 RTTs | Jain | bottleneck | permutation min / mean "
-             "of lone | trims |", "|---|---|---|---|---|---|---|"]
+             "| run | complete | trimmed after 3 RTTs | Jain | bottleneck | worst / mean flow of "
+             "its lone-flow goodput | trims |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         if "min" in row:
             lines.append(f"| {row['run']} | {row['complete']} | | | | {row['min']:.4f} / "
@@ -73,6 +95,11 @@ def table(rows, settings):
         else:
             lines.append(f"| {row['run']} | {row['complete']} | {row['trimmed']:.2%} | "
                          f"{row['jain']:.3f} | {row['bottleneck']:.1%} | | {row['trims']} |")
+    for transport, reference in HTSIM_MEANS.items():
+        means = [r["mean"] for r in rows if r.get("transport") == transport]
+        if means:
+            lines.append(f"\nhtsim topology, {transport}: mean over {len(means)} seeds "
+                         f"{sum(means) / len(means):.3f} (htsim {reference:.3f})")
     return "\n".join(lines) + "\n"
 
 
@@ -80,6 +107,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reduced", action="store_true", help="the reduced forms")
     parser.add_argument("--seeds", default="7,8,9", help="permutation seeds")
+    parser.add_argument("--htsim", default="", help="seeds of the htsim cross-check (none)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="NIC settings (YAML values)")
     args = parser.parse_args(argv)
@@ -92,6 +120,10 @@ def main(argv=None):
     for seed in (int(s) for s in args.seeds.split(",")):
         rows.append(permutation(args.reduced, on, seed))
         print(rows[-1], flush=True)
+    for seed in (int(s) for s in args.htsim.split(",") if s):
+        for transport in ("oblivious", "ecmp", "mrc"):
+            rows.append(htsim(args.reduced, on, seed, transport))
+            print(rows[-1], flush=True)
     text = table(rows, settings)
     print(text)
     if not args.reduced:

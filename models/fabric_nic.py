@@ -23,6 +23,12 @@ ECMP switch picks an uplink (:func:`ecmp_path`). A flow uses one QP per plane, w
 window (``w_max`` / P each). It has no EV table: EV events change nothing (BAD is answered with
 no EV marked) and a retransmission goes on the same path (there is no other).
 
+Oblivious spraying (``transport = "oblivious"``, UET's oblivious mode as htsim models it, the
+cross-check of issue [cc] item 4): one QP per flow, as MRC, but no EV table: each packet takes
+the next of 64 EVs, a power-of-two cycle of indices XORed with a random mask redrawn every
+cycle, each EV on the T1 an ECMP switch would hash it to (:class:`Oblivious`). Feedback changes
+no path choice (EV events are answered as for ECMP).
+
 **Receiver.** Every data packet and probe of a QP goes to its
 :class:`models.rx_tracker.RxTracker` (the checks of docs/protocol.md 5 after the frame's shape and ICRC),
 placed payload is written to the QP's memory region (bytes mode: the bytes at their VA; light
@@ -60,6 +66,7 @@ from .layouts import (Dscp, Ecn, HOP_LIMIT_DEFAULT, IMM_OPCODES, NackReason, Opc
 from .packets import (Addresses, FrameError, build_frame, data_packet, frame_length, sack_base,
                       nack_packet, parse_frame, probe_packet, sack_packet)
 from .nscc import MIN_COST, STAMP_NS, NsccConfig, packet_cost
+from .nscc import STYLES as NSCC_STYLES
 from .records import CompletionStatus, EvEvent, RetxCause, ext_to_int, int_to_ext
 from .reliability import STREAMS, PsnEntry, PsnState, QpConfig, Reliability
 from .rx_tracker import (BITMAP_BITS, COALESCE_TICKS, COALESCE_UNIT, MPR_DEFAULT, MPR_UNIT,
@@ -71,14 +78,15 @@ from .spray import (Choice, EvTable, PlaneSet, QpSet, SlotState, ev_marked_recor
                     lfsr_step, make_ev)
 from .tick import TICK_NS
 
-__all__ = ["MRC", "ECMP", "TRANSPORTS", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
+__all__ = ["MRC", "ECMP", "OBLIVIOUS", "TRANSPORTS", "Oblivious", "NicConfig", "Message", "Flow", "Nic", "FastReliability",
            "FastRxTracker", "FastEvTable", "LightSack", "ecmp_path", "draw_ev_sets", "ev_set_layout",
            "TICK_PS",
            "COUNTERS"]
 
 MRC = "mrc"
 ECMP = "ecmp"
-TRANSPORTS = (MRC, ECMP)
+OBLIVIOUS = "oblivious"
+TRANSPORTS = (MRC, ECMP, OBLIVIOUS)
 TICK_PS = TICK_NS * 1000
 RKEY_BASE = 0x100
 VA_BASE = 1 << 40
@@ -123,7 +131,8 @@ class NicConfig:
     its parameters scaled by :meth:`models.nscc.NsccConfig.scaled` from the QP's rate, P x link
     rate, and the unloaded RTT of the QP's own path, inside one T0 or through a T1,
     :func:`unloaded_rtt_ns`, unless ``nscc_base_rtt_ns`` gives one for every QP;
-    ``nscc_target_ns`` the target queueing delay, default 3 of those RTTs).
+    ``nscc_target_ns`` the target queueing delay, default 3 of those RTTs; ``nscc_style``
+    "htsim" for htsim's own choices, the cross-check's).
     """
     pmtu: int = 4096
     slots: int = 16
@@ -143,6 +152,7 @@ class NicConfig:
     nscc: bool = False
     nscc_base_rtt_ns: float | None = None
     nscc_target_ns: float | None = None
+    nscc_style: str = "project"
 
     def __post_init__(self):
         if self.profile not in (1, 2):
@@ -151,6 +161,9 @@ class NicConfig:
             raise ValueError(f"nic: nscc must be true or false, not {self.nscc!r}")
         if self.nscc and self.profile != 2:
             raise ValueError("nic: nscc needs profile 2")
+        if self.nscc_style not in NSCC_STYLES:
+            raise ValueError(f"nic: nscc_style must be one of {NSCC_STYLES}, not "
+                             f"{self.nscc_style!r}")
         for name in ("nscc_base_rtt_ns", "nscc_target_ns"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or
@@ -190,7 +203,8 @@ class NicConfig:
                 raise ValueError("nic: nscc needs the topology to scale its parameters")
             rtt = self.nscc_base_rtt_ns or unloaded_rtt_ns(topology, self.pmtu, same_t0)
             cc = NsccConfig.scaled(topology.planes * topology.link_gbps / share, rtt, self.pmtu,
-                                   target_ns=self.nscc_target_ns, sack_bytes=self.sack_bytes)
+                                   target_ns=self.nscc_target_ns, sack_bytes=self.sack_bytes,
+                                   style=self.nscc_style)
         return QpConfig(w_max=max(1, self.w_max // share), mpr=self.mpr,
                         timeout_exp=self.timeout_k, retry_limit=self.retry_limit,
                         probe_period=self.probe_period, cc=cc)
@@ -958,6 +972,39 @@ class FastEvTable(EvTable):
         return None
 
 
+OBLIVIOUS_EVS = 64                 # the EVs an oblivious QP cycles over (htsim's cross-check: 64)
+
+
+class Oblivious:
+    """The path choice of an oblivious QP from ``src`` to ``dst``: ``OBLIVIOUS_EVS`` EVs (a power
+    of two), EV ``i`` on plane ``i mod P`` and the T1 an ECMP switch hashes it to
+    (:func:`ecmp_path` of UDP source port ``0xC000 | i``; T1 0 inside one T0), as htsim's
+    switches hash each EV; the indices cycle in order XORed with a mask redrawn from ``rng`` at
+    each cycle's start."""
+
+    def __init__(self, src, dst, planes, t1s, same_t0, rng, evs=OBLIVIOUS_EVS):
+        self.planes = planes
+        self.size = evs
+        self.evs = [make_ev(i % planes, 0 if same_t0 else
+                            ecmp_path(src, dst, 0xC000 | i, t1s, i % planes), i) for i in range(evs)]
+        self.rng = rng
+        self.index = 0
+        self.mask = rng.randrange(evs)
+
+    def choose(self, room):
+        """The next EV whose plane has room in ``room`` (a mask), as a Choice, or None."""
+        for _ in range(self.size):
+            ev = self.evs[self.index ^ self.mask]
+            self.index += 1
+            if self.index == self.size:
+                self.index = 0
+                self.mask = self.rng.randrange(self.size)
+            plane = ev_plane(ev)
+            if room >> plane & 1:
+                return Choice(plane, 0, ev, 0)
+        return None
+
+
 class SendQp:
     """Sender state of one QP kept by the transmit side (the reliability block holds the rest)."""
 
@@ -981,6 +1028,7 @@ class SendQp:
         self.by_req = {}
         self.retx = deque()            # (psn, avoid_ev)
         self.ecmp = ecmp               # (plane, ev) of an ECMP QP
+        self.oblivious = None          # the path cycle of an oblivious QP
         self.error = False
 
 
@@ -1121,12 +1169,17 @@ class Nic:
             j = 0 if topo.same_t0(self.host, peer) else \
                 ecmp_path(self.host, peer, sport, topo.t1s, plane)
             ecmp = (plane, make_ev(plane, j, sport << 4))
+        elif cfg.transport == OBLIVIOUS:
+            pass
         else:
             evs, seeds, pools = draw_ev_sets(rng, topo.planes, topo.t1s, cfg.slots, cfg.backup,
                                              topo.same_t0(self.host, peer))
             self.table.configure_qp(qpn, evs, seeds, pools)
         qp = SendQp(qpn, peer, peer_qpn, flow, start_psn, ecmp)
         qp.cc = cfg.nscc
+        if cfg.transport == OBLIVIOUS:
+            qp.oblivious = Oblivious(self.host, peer, topo.planes, topo.t1s,
+                                     topo.same_t0(self.host, peer), rng)
         self.send_qps.append(qp)
         self.reliability.setup(qpn, start_psn,
                                cfg=cfg.qp_config(topo.planes if self.ecmp else 1, topo,
@@ -1274,6 +1327,8 @@ class Nic:
         if qp.ecmp is not None:
             plane, ev = qp.ecmp
             return Choice(plane, 0, ev, 0) if room >> plane & 1 else None
+        if qp.oblivious is not None:
+            return qp.oblivious.choose(room)
         return self.table.choose(qp.qpn, room, avoid)
 
     def _send_data(self, qp, psn, choice, room, rtx):
@@ -1637,7 +1692,9 @@ class Nic:
             self.counters["ev_skip"] += 1
         elif kind == EvEvent.RECOVERED:
             self.counters["ev_recovered"] += 1
-        marked = () if self.send_qps[qpn].ecmp is not None else self.table.event(qpn, ev, kind)
+        qp = self.send_qps[qpn]
+        marked = () if qp.ecmp is not None or qp.oblivious is not None else \
+            self.table.event(qpn, ev, kind)
         if kind == EvEvent.BAD:
             self.counters["ev_bad"] += 1
             self.counters["ev_marked"] += len(marked)

@@ -53,7 +53,7 @@ Inputs, each at the block's clock ``now``:
   of the hop that trimmed), ``ignored += cost``, ``avg`` takes the sample ``base_rtt``,
   ``qa_trigger`` sets, then quick adapt as a loss; unless it acted: TRIMMED, ``cwnd -= cost``
   (htsim); TRIMMED_LASTHOP, the receiver's downlink overflowed, where no switch marks ECN
-  (profile 7): when ``now - last_decrease > md_period``, ``cwnd = (cwnd * trim_keep_q) >>
+  (profile 7): with ``trim_keep_q`` 0 as TRIMMED, else when ``now - last_decrease > md_period``, ``cwnd = (cwnd * trim_keep_q) >>
   FRAC`` and ``last_decrease = now``; then clamp.
 - :meth:`Nscc.on_timeout` (one timeout event, whatever it declared lost; ``cost`` of the PSN
   whose timer fired): ``cwnd = max(cwnd - cost, cwnd_min)``.
@@ -79,6 +79,7 @@ MAX_BDPS = 3                  # cwnd_max in bandwidth-delay products (htsim: 1.5
 MD_RTTS = 1                   # the multiplicative decrease period in base RTTs (htsim: 1)
 TARGET_RTTS = 3               # the target queueing delay in base RTTs (htsim: 0.75 with trimming)
 TRIM_KEEP = 0.6               # cwnd kept by a last-hop trim's decrease (htsim: one packet less)
+STYLES = ("project", "htsim")   # NsccConfig.scaled: this project's defaults, or htsim's own
 
 
 def packet_cost(length):
@@ -122,7 +123,8 @@ class NsccConfig:
                              "least 1 stamp")
 
     @classmethod
-    def scaled(cls, rate_gbps, base_rtt_ns, mtu, target_ns=None, cwnd_init=None, sack_bytes=0):
+    def scaled(cls, rate_gbps, base_rtt_ns, mtu, target_ns=None, cwnd_init=None, sack_bytes=0,
+               style="project"):
         """The defaults for a QP of ``rate_gbps`` (the NIC's rate the QP sprays over), unloaded
         RTT ``base_rtt_ns`` and ``mtu`` payload bytes: htsim's gains scaled by ``a`` = BDP /
         150,000 B (BDP = rate x RTT; 100 Gb/s x 12 us is htsim's reference): alpha = 4 MTU a /
@@ -134,16 +136,22 @@ class NsccConfig:
         given; a last-hop trim keeps :data:`TRIM_KEEP` of cwnd. The receiver's SACK coalescing
         budget ``sack_bytes`` is added to the window: those bytes stay in flight until their
         SACK, on top of the round trip (htsim ACKs every 16 KB against a 150 KB BDP; a 4-host
-        fabric's BDP is below the profile's 32 KB default)."""
+        fabric's BDP is below the profile's 32 KB default). ``style`` "htsim" takes htsim's own
+        choices instead (the cross-check of docs/scenarios.md 8): target 0.75 RTT, cwnd up to
+        1.5 BDPs (plus ``sack_bytes``), every trim one packet less (``trim_keep_q`` 0)."""
         if rate_gbps <= 0 or base_rtt_ns <= 0 or mtu <= 0:
             raise ValueError("nscc: rate, base RTT and MTU must be positive")
+        if style not in STYLES:
+            raise ValueError(f"nscc: style must be one of {STYLES}, not {style!r}")
+        htsim = style == "htsim"
         bdp = rate_gbps * base_rtt_ns / 8                      # bytes
         a = bdp / (REF_GBPS * REF_RTT_NS / 8)
-        target_ns = TARGET_RTTS * base_rtt_ns if target_ns is None else target_ns
+        if target_ns is None:
+            target_ns = (0.75 if htsim else TARGET_RTTS) * base_rtt_ns
         stamps = lambda ns: max(1, round(ns / STAMP_NS))       # noqa: E731
         one = 1 << FRAC
         cwnd_min = packet_cost(mtu)
-        cwnd_max = max(cwnd_min, int(MAX_BDPS * bdp) + sack_bytes)
+        cwnd_max = max(cwnd_min, int((1.5 if htsim else MAX_BDPS) * bdp) + sack_bytes)
         init = cwnd_max if cwnd_init is None else cwnd_init
         return cls(
             cwnd_init=init, cwnd_min=cwnd_min, cwnd_max=cwnd_max,
@@ -151,7 +159,8 @@ class NsccConfig:
             alpha_q=round(4 * mtu * a * STAMP_NS / REF_RTT_NS * one),
             fi_q=round(5 * mtu * a * one), eta=int(0.15 * mtu * a), fast_q=round(0.25 * a * one),
             fast_delay=stamps(1000), gamma_q=round(0.8 * one),
-            md_period=stamps(MD_RTTS * base_rtt_ns), trim_keep_q=round(TRIM_KEEP * one),
+            md_period=stamps(MD_RTTS * base_rtt_ns),
+            trim_keep_q=0 if htsim else round(TRIM_KEEP * one),
             qa_threshold=stamps(4 * target_ns), qa_gate=3, adjust_bytes=8 * mtu,
             adjust_period=stamps(base_rtt_ns))
 
@@ -278,7 +287,7 @@ class Nscc:
         self._average(cfg.base_rtt)
         self.qa_trigger = True
         if not self._quick_adapt(now, True, True, 0, in_flight):
-            if not last_hop:
+            if not last_hop or not cfg.trim_keep_q:
                 self.cwnd -= cost
             elif now - self.last_decrease > cfg.md_period:
                 self.cwnd = (self.cwnd * cfg.trim_keep_q) >> FRAC

@@ -38,7 +38,7 @@ from models.usid import Role, carrier_usids, decode, encode
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "sim" / "scenarios").glob("*.yaml"))
-CLAIM_FILES = ("permutation.yaml", "permutation_link_down.yaml")
+CLAIM_FILES = ("permutation.yaml", "permutation_link_down.yaml", "htsim_permutation.yaml")
 SMALL = Topology(hosts=4, planes=2, t0s=2, t1s=2)
 
 
@@ -1027,3 +1027,60 @@ def test_multi_tenant_victim_keeps_its_goodput_full():
     """The full form, 16 hosts x 4 planes (measured: 0.978 with NSCC, 0.964 without)."""
     off, on = victim_runs("full")
     assert on.victim_fraction()[0] >= 0.9 and off.victim_fraction()[0] >= 0.9
+
+
+# --- The cross-check against htsim on its own topology (issue [cc] item 4) ------------------------
+
+HTSIM = ROOT / "sim" / "scenarios" / "htsim_permutation.yaml"
+# htsim's UEC model (NSCC, 64 EVs, 4150 B MTU), mean goodput / isolated flow, 5 seeds.
+HTSIM_MEANS = {"oblivious": 0.903, "ecmp": 0.640}
+HTSIM_SEEDS = (1, 2, 3, 4, 5)
+
+
+def htsim_run(reduced, seed, transport, style):
+    """One transport with NSCC on (``style``: htsim's own parameters, or the project's) on
+    htsim's topology: ``(min, mean)`` of goodput / lone-flow goodput, lone with the same."""
+    scenario = load_scenario(HTSIM, reduced=reduced).with_changes(
+        seed=seed, nic={"transport": transport, "nscc": True, "nscc_style": style})
+    result = run_scenario(scenario)
+    assert result.ok, [c for c in result.checks if not c[1]]
+    lone = lone_goodputs(scenario, result.run)
+    fractions = [g / l for g, l in zip(result.goodputs, lone)]
+    low, mean = min(fractions), sum(fractions) / len(fractions)
+    print(f"htsim topology{' (reduced)' if reduced else ''}, seed {seed}, {transport}, NSCC "
+          f"({style}): min {low:.3f} mean {mean:.3f}, lone {min(lone):.1f}-{max(lone):.1f} "
+          f"Gb/s, trims {result.trims}, ECN marks {result.ecn_marks}")
+    return low, mean
+
+
+def test_htsim_topology_reduced():
+    """32 hosts of htsim's topology, 2 MB flows: every transport completes; ECMP loses to hash
+    collisions, oblivious spraying and MRC do not (measured, seed 1: ECMP mean 0.81, oblivious
+    0.98, MRC 0.99)."""
+    ecmp = htsim_run(True, 1, "ecmp", "htsim")
+    oblivious = htsim_run(True, 1, "oblivious", "htsim")
+    mrc = htsim_run(True, 1, "mrc", "project")
+    assert ecmp[1] < 0.9 < oblivious[1] <= mrc[1] + 0.01
+    assert mrc[0] >= 0.95
+
+
+@pytest.mark.full
+def test_htsim_topology_cross_check():
+    """Issue [cc] item 4: htsim's topology, 128 hosts, 10 MB flows, 5 seeds. MRC with NSCC: mean
+    >= 0.96 and every flow >= 0.93 in each seed (asserted). The model's oblivious spraying and
+    ECMP (NSCC with htsim's parameters), their means over the 5 seeds within 4 points of htsim's:
+    an expected failure while not (docs/scenarios.md 8). About 12 minutes."""
+    means = {transport: [] for transport in HTSIM_MEANS}
+    for seed in HTSIM_SEEDS:
+        low, mean = htsim_run(False, seed, "mrc", "project")
+        assert mean >= 0.96 and low >= 0.93, (seed, low, mean)
+        for transport in HTSIM_MEANS:
+            means[transport].append(htsim_run(False, seed, transport, "htsim")[1])
+    missed = []
+    for transport, reference in HTSIM_MEANS.items():
+        got = sum(means[transport]) / len(means[transport])
+        print(f"{transport}: mean over {len(HTSIM_SEEDS)} seeds {got:.3f}, htsim {reference:.3f}")
+        if abs(got - reference) > 0.04:
+            missed.append(f"{transport} mean {got:.3f} against htsim's {reference:.3f}")
+    if missed:
+        pytest.xfail("; ".join(missed))

@@ -33,10 +33,11 @@ CYCLE_NS = 4
 
 
 def test_the_rtl_forms():
-    """Every small scenario has an rtl form; the 64 x 8 permutations (model only) have none."""
+    """Every small scenario has an rtl form; the 64 x 8 permutations and htsim's topology (model
+    only) have none."""
     assert FORMS == ("reduced", "rtl")
     assert sorted(p.stem for p in SCENARIOS if p not in WITH_RTL) == \
-        ["permutation", "permutation_link_down"]
+        ["htsim_permutation", "permutation", "permutation_link_down"]
     with pytest.raises(ValueError, match="no 'rtl' form"):
         load_scenario(ROOT / "sim/scenarios/permutation.yaml", rtl=True)
     with pytest.raises(ValueError, match="not both"):
