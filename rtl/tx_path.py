@@ -18,6 +18,7 @@ from models.usid import DEFAULT_BLOCK, Role
 from rtl.common import records
 from rtl.common.config import ConfigMap
 from rtl.common.headers import pack
+from rtl.common.logic import wire
 from rtl.common.ports import config_members, record_members
 
 __all__ = ["TxPath", "ADDR_WIDTH", "ADDR_OWN_HOST", "ADDR_OWN_T0", "ADDR_BLOCK", "ADDR_QP_ENABLE",
@@ -158,11 +159,13 @@ class TxPath(wiring.Component):
     waiting goes first: no new request is presented while one waits whose plane is ok or down
     (``plane_ok`` and ``plane_up`` registered, of the previous cycle: the splitter flushes a
     record of a plane down); it leaves once no request is presented or in flight and the output
-    registers are empty. A control record of a plane neither ok nor down waits without blocking
-    data to the other planes, and keeps its own plane out of the data requests, so the room a
-    frame leaves there is its own: on a plane kept busy by data, SACKs and NACKs leave as soon as
-    the frames queued ahead of them let them (else data takes every room first, they starve, and
-    the peer's timers fire on healthy paths).
+    registers are empty, and none was presented or in flight in the cycle before either (but
+    when it was taken with no packet in the input register or held). A control record of a
+    plane neither ok nor down waits without blocking data to the other planes, and keeps its
+    own plane out of the data requests, so the room a frame leaves there is its own: on a plane
+    kept busy by data, SACKs and NACKs leave as soon as the frames queued ahead of them let them
+    (else data takes every room first, they starve, and the peer's timers fire on healthy
+    paths).
 
     Latency and throughput
     ----------------------
@@ -176,7 +179,12 @@ class TxPath(wiring.Component):
     request is presented in the answer's cycle, so decisions come every 3 cycles back to back
     with every output ready: one per shortest frame (138 B) on a core up to 512 bits. A control
     record: taken in cycle t (context read), decided in t+1 at the earliest, its plane frame
-    record valid in t+2 and its header in t+3 (when ``m_frame`` takes it at once). A bad packet's
+    record valid in t+2 and its header in t+3 (when ``m_frame`` takes it at once). A control
+    record that waits for the request channel (a request presented or in flight, or a packet in
+    the input register or held when it was taken) or for its plane is decided one cycle after
+    the cycle it could go in: the decision is the register ``ctrl_armed`` (set when the record
+    wanted to go with the request channel idle, see above), one cycle later than before
+    [tx-speed] in those cases; data packets' latency is unchanged. A bad packet's
     drop header is written when nothing is held, no frame or header is in the registers and
     no control record wants to go, and is valid two cycles after that; one drop every 3 cycles
     at most.
@@ -334,30 +342,53 @@ class TxPath(wiring.Component):
         ctrl = self.s_ctrl.p
         c_valid = Signal()
         c = Signal(records.CONTROL_RECORD)
-        c_plane = c.ev[:4]
         in_op_ok = Signal()
         with m.Switch(ctrl.opcode):
             with m.Case(*CONTROL_OPCODES):
                 m.d.comb += in_op_ok.eq(1)
         c_op_ok, c_qp_ok, c_plane_ok = Signal(), Signal(), Signal()   # judged when taken
         c_good = Signal()
-        c_room = Signal()                   # its plane ok or down (registered)
         ctrl_take = self.s_ctrl.valid & ~c_valid
         m.d.comb += self.s_ctrl.ready.eq(~c_valid)
         m.d.comb += [rp_ctrl.addr.eq(ctrl.qpn[:qb]), rp_ctrl.en.eq(ctrl_take)]
-        room_plane = Mux(ctrl_take, ctrl.ev[:plw], c.ev[:plw])
-        m.d.sync += c_room.eq((self.plane_ok | ~self.plane_up).bit_select(room_plane, 1))
+        in_good = wire(m, in_op_ok & enabled(ctrl.qpn) & (ctrl.ev[:4] < npl), 1, "ctrl_in_good",
+                       keep=True)
+        # ``ctrl_wants`` (a register): a good control record is held and its plane was ok or
+        # down in the cycle before (``plane_ok`` and ``plane_up`` registered).
         ctrl_wants = Signal()
-        m.d.comb += ctrl_wants.eq(c_valid & c_good & c_room)
+        # ``ctrl_armed``: a control record wanted to go in the cycle before with no request
+        # presented or in flight (or was taken then with no packet anywhere), and did not go.
+        # Nothing can have moved since (it kept every new request and the drop step back), so
+        # it goes now if it still wants to and the outputs are empty. One cycle later than it
+        # could when it had to wait for the request channel, but the decision is three
+        # registers, not the request channel's logic (it fans out to every copy of the header
+        # and record registers' enables below).
+        ctrl_armed = Signal()
         ctrl_go = Signal()
         drop_go = Signal()                  # a bad packet's drop header is written
-        m.d.comb += ctrl_go.eq(ctrl_wants & ~presenting & ~inflight & outputs_empty & ~drop_go)
+        m.d.comb += ctrl_go.eq(ctrl_armed & ctrl_wants & outputs_empty)
         c_drop = c_valid & ~c_good
+        room = self.plane_ok | ~self.plane_up
+        room_in = wire(m, room.bit_select(ctrl.ev[:plw], 1), 1, "ctrl_room_in", keep=True)
+        room_c = wire(m, room.bit_select(c.ev[:plw], 1), 1, "ctrl_room_held", keep=True)
+        m.d.sync += ctrl_wants.eq(Mux(ctrl_take, in_good & room_in,
+                                      c_valid & c_good & ~ctrl_go & room_c))
+
+        def armed_next(armed):
+            """The next value of ``ctrl_armed`` (or a copy of it, ``armed``, selecting its
+            branch): given it, a record is held and no request is presented or in flight."""
+            # (no packet held nor waiting: none presented or in flight either)
+            return Mux(armed, ctrl_wants & ~outputs_empty, arm_idle | arm_fresh)
+
+        # one LUT each from flip-flops (not through ``ctrl_take``, which fans out widely)
+        arm_idle = wire(m, ~presenting & ~inflight & ctrl_wants, 1, "arm_idle", keep=True)
+        arm_fresh = wire(m, self.s_ctrl.valid & ~c_valid & ~held & ~p_valid, 1, "arm_fresh",
+                         keep=True)
+        m.d.sync += ctrl_armed.eq(armed_next(ctrl_armed))
         with m.If(ctrl_take):
             m.d.sync += [
                 c_valid.eq(1), c.eq(ctrl), c_op_ok.eq(in_op_ok), c_qp_ok.eq(enabled(ctrl.qpn)),
-                c_plane_ok.eq(ctrl.ev[:4] < npl),
-                c_good.eq(in_op_ok & enabled(ctrl.qpn) & (ctrl.ev[:4] < npl)),
+                c_plane_ok.eq(ctrl.ev[:4] < npl), c_good.eq(in_good),
             ]
         with m.Elif(ctrl_go | c_drop):
             m.d.sync += c_valid.eq(0)
@@ -365,20 +396,33 @@ class TxPath(wiring.Component):
         # --- requests ----------------------------------------------------------------------------
         # A control record waiting keeps its plane out of the data requests: the room a frame
         # leaves there goes to it, not to the next data packet (else a busy plane starves it).
+        # ``ctrl_plane`` is a register: the plane decoded while a good record is held.
         ctrl_plane = Signal(npl)
-        with m.If(c_valid & c_good):
-            m.d.comb += ctrl_plane.eq((Const(1, npl) << c_plane[:plw])[:npl])
+        with m.If(ctrl_take):
+            m.d.sync += ctrl_plane.eq(Mux(in_good, (Const(1, npl) << ctrl.ev[:plw])[:npl], 0))
+        with m.Elif(ctrl_go):
+            m.d.sync += ctrl_plane.eq(0)
         ok_now = Signal(npl)
         m.d.comb += ok_now.eq(self.plane_ok & ~ctrl_plane)
+        ok_any = wire(m, ok_now != 0, 1, "ok_any", keep=True)
         free_after = Signal()               # no packet held after this cycle but a new one
         m.d.comb += free_after.eq(~held | data_go)
+        # A request starts (some plane ok, none presented, no control record wanting to go) for
+        # the packet in the input register when none is held or the held one is decided now
+        # (an answer found), or again for the held one (owed, or an answer found nothing). The
+        # terms of registers only first, then the answer and ``ok_any``.
+        idle = ~presenting & ~ctrl_wants
+        new_now = wire(m, idle & p_valid & p_good & ~held, 1, "start_new_now", keep=True)
+        new_found = wire(m, idle & p_valid & p_good & inflight & outputs_empty, 1,
+                         "start_new_found", keep=True)
+        retry_owed = wire(m, idle & held & need_req, 1, "start_retry_owed", keep=True)
+        retry_lost = wire(m, idle & held & inflight, 1, "start_retry_lost", keep=True)
+        av, found = self.s_ans.valid, ans.found
         start_new = Signal()
         start_retry = Signal()
         m.d.comb += [
-            start_new.eq(~presenting & free_after & p_valid & p_good & (ok_now != 0) &
-                         ~ctrl_wants),
-            start_retry.eq(~presenting & held & (need_req | retry_now) & (ok_now != 0) &
-                           ~ctrl_wants),
+            start_new.eq(ok_any & (new_now | new_found & av & found)),
+            start_retry.eq(ok_any & (retry_owed | retry_lost & av & ~found)),
         ]
         from_new = Mux(presenting, pres_new, start_new)
         req_ok = Mux(presenting, pres_ok, ok_now)
@@ -444,11 +488,11 @@ class TxPath(wiring.Component):
         path_t0 = Signal(10)
         path_port = Signal(10)
         j = path_ev[4:12]
-        one_t0 = own_t0 == path_t0
 
-        def path_values(plane2, onehot):
-            """The path fields from the path registers, ``plane2`` a copy of ``path_ev[:4]`` and
-            ``onehot`` its plane decoded (the MACs' AND-OR multiplexers)."""
+        def path_values(plane2, onehot, one_t0):
+            """The path fields from the path registers, ``plane2`` a copy of ``path_ev[:4]``,
+            ``onehot`` its plane decoded (the MACs' AND-OR multiplexers) and ``one_t0`` a copy
+            of "the peer's T0 is the own" (compared in step 1)."""
             def mac(table):
                 value = 0
                 for q in range(npl):
@@ -532,7 +576,9 @@ class TxPath(wiring.Component):
         # group of about _FANOUT bits: each copy's next value is selected by the copy itself (so
         # that synthesis keeps them apart: no enable to extract and share), and equals the
         # single register it stands for:
-        #   sel_k       inflight;
+        #   armed_k     ctrl_armed; its inverse is the select: data while a request is in
+        #               flight (a data frame is decided only then, and never while armed), else
+        #               control (a control frame is decided only while armed);
         #   hdr_open_k  ~frame_valid & ~hdr_valid (step 1 writes);
         #   path_open_k hdr_open of the cycle before & ~hdr_valid (step 2 writes);
         #   frame_open_k ~frame_valid & ~send_valid (m_frame's payload writes);
@@ -556,23 +602,37 @@ class TxPath(wiring.Component):
         pieces.append(("path_in", None, 0, 52))
         path_regs = Cat(path_ev, path_t0, path_port)
 
+        # A register shut reopens from registers and readies only: while the header register
+        # is shut (the record or a header valid) no frame is loaded and no drop header written
+        # (both need it open), so the record moves to the header or stays and the header leaves
+        # or stays; likewise for m_frame's record register (the record and the send record) and
+        # "every output empty" (a drop header may be written beside a send record).
+        hdr_reopen = ~frame_valid & (~hdr_valid | self.m_hdr.ready)
+        frame_reopen = ((~frame_valid | (self.m_frame.ready & ~frame.data)) &
+                        (~send_valid | self.m_send.ready))
+        empty_reopen = (~frame_valid & ~drop_go & (~hdr_valid | self.m_hdr.ready) &
+                        (~send_valid | self.m_send.ready))
+
         for k, (kind, name, lo, hi) in enumerate(pieces):
-            sel_k = Signal(name=f"sel_copy{k}")
+            armed_k = Signal(name=f"ctrl_armed_copy{k}")
+            sel_k = ~armed_k
             drop_k = Signal(name=f"drop_copy{k}")
             open_k = Signal(init=1, name=f"open_copy{k}")
             m.d.sync += [
-                sel_k.eq(Mux(sel_k, req_fire | ~ans_take, req_fire)),
+                armed_k.eq(armed_next(armed_k)),
                 drop_k.eq(Mux(drop_k, 0, drop_arm)),
             ]
+            # frame_load, given the copy's register open (two of the three outputs empty)
+            load_k = self.s_ans.valid & ans.found & inflight | armed_k & ctrl_wants
             if kind == "frame":
-                m.d.sync += open_k.eq(Mux(open_k, ~frame_load,
-                                          ~frame_valid_next & ~send_valid_next))
+                m.d.sync += open_k.eq(Mux(open_k, ~(load_k & ~hdr_valid), frame_reopen))
             else:
                 hopen_k = Signal(init=1, name=f"hdr_open_copy{k}")
-                m.d.sync += hopen_k.eq(Mux(hopen_k, ~frame_load & ~drop_go,
-                                           ~frame_valid_next & ~hdr_valid_next))
+                m.d.sync += hopen_k.eq(Mux(hopen_k, ~drop_k & ~(load_k & ~send_valid),
+                                           hdr_reopen))
                 if kind == "path":
-                    m.d.sync += open_k.eq(hopen_k & ~hdr_valid_next)
+                    # open, hdr_valid_next is drop_go (nothing else moves into the header)
+                    m.d.sync += open_k.eq(hopen_k & ~drop_go)
                 else:
                     m.d.comb += open_k.eq(hopen_k)
             fields, path_in, record = step1(sel_k)
@@ -585,10 +645,13 @@ class TxPath(wiring.Component):
                 # its own copy of the plane (the MAC multiplexers' select fans out widely)
                 plane_k = Signal(4, name=f"plane_copy{k}")
                 onehot_k = Signal(npl, name=f"plane_onehot_copy{k}")
+                one_t0_k = Signal(name=f"one_t0_copy{k}")
                 with m.If(hopen_k):
                     m.d.sync += [plane_k.eq(path_in[:4]),
-                                 onehot_k.eq((Const(1, npl) << path_in[:plw])[:npl])]
-                value = Mux(drop_k, 0, bits(path_values(plane_k, onehot_k)[name])[lo:hi])
+                                 onehot_k.eq((Const(1, npl) << path_in[:plw])[:npl]),
+                                 one_t0_k.eq(own_t0 == path_in[32:42])]
+                value = Mux(drop_k, 0,
+                            bits(path_values(plane_k, onehot_k, one_t0_k)[name])[lo:hi])
             elif kind == "frame":
                 target, value = frame.as_value()[lo:hi], record[lo:hi]
             else:
@@ -596,10 +659,14 @@ class TxPath(wiring.Component):
             with m.If(open_k):
                 m.d.sync += target.eq(value)
 
-        # The held packet (and its context) follow the input register while none is held or the
-        # held one is decided (``free_after``): when the request of the one waiting there is
-        # taken, they are its. The enable is built per group of _FANOUT bits from copies of
-        # ``held``, ``inflight`` and "every output empty" (self-reading, as above).
+        # The held packet (and its context) follow the input register but while one is locked:
+        # held in the cycle before and not decided then (``d_lock``), and not decided now. A
+        # packet whose request is taken in cycle t (``held`` from t+1) is copied in t (no packet
+        # is held then, or the held one is decided) and again in t+1 (it is still in the input
+        # register, which takes the next packet in t+1 at the earliest, so the copy is the same):
+        # the lock is ``held`` one cycle late, free of the request channel's logic. The enable is
+        # built per group of _FANOUT bits from copies of ``d_lock`` and "every output empty"
+        # (self-reading, as above; a copy of ``d_lock`` set implies ``held``).
         m.d.comb += rp_data.addr.eq(p.qpn[:qb])
         d_bits = Cat(d.as_value(), d_bytes)
         p_bits = Cat(p.as_value(), p_bytes)
@@ -607,17 +674,15 @@ class TxPath(wiring.Component):
                                                                              len(p_bits))])
                   for lo in range(0, len(d_bits), _FANOUT)]
         groups.append((None, None))        # the context read port's enable
-        outputs_empty_next = ~frame_valid_next & ~hdr_valid_next & ~send_valid_next
         for k, (target, value) in enumerate(groups):
-            held_k = Signal(name=f"held_copy{k}")
-            infl_k = Signal(name=f"inflight_copy{k}")
+            lock_k = Signal(name=f"d_lock_copy{k}")
             empty_k = Signal(init=1, name=f"empty_copy{k}")
+            decided_k = inflight & self.s_ans.valid & ans.found & empty_k      # data_go
             m.d.sync += [
-                held_k.eq(Mux(held_k, take_new | ~data_go, take_new)),
-                infl_k.eq(Mux(infl_k, req_fire | ~ans_take, req_fire)),
-                empty_k.eq(Mux(empty_k, ~frame_load & ~drop_go, outputs_empty_next)),
+                lock_k.eq(Mux(lock_k, ~decided_k, held & ~decided_k)),
+                empty_k.eq(Mux(empty_k, ~frame_load & ~drop_go, empty_reopen)),
             ]
-            free_k = ~held_k | (infl_k & self.s_ans.valid & ans.found & empty_k)
+            free_k = ~lock_k | decided_k
             if target is None:
                 m.d.comb += rp_data.en.eq(free_k)
             else:

@@ -1126,7 +1126,10 @@ def tx_path_harness(n_qps=1, n_planes=2, max_payload=16, *, bmc=8, cover=None,
     the drop step (``drop_go``) exclusive as the RTL builds them, a plane frame record before its
     header and send record with the header register holding its frame header (opcode not 0),
     the opcodes judged at the input (a good packet's a data opcode, a good control record's a
-    control opcode), and each fan-out copy (``sel_copy*``, ``inflight_copy*``, ``held_copy*``,
+    control opcode), a control record wanting to go (``ctrl_wants``) held and good, one armed
+    (``ctrl_armed``) held with the request channel idle, and each fan-out copy
+    (``ctrl_armed_copy*``, ``inflight_copy*``, ``held_copy*``, ``d_lock_copy*`` (set only
+    while held; held and not locked, the held packet is the input register's),
     ``drop_copy*``, ``empty_copy*``, ``hdr_open_copy*``, ``open_copy*``) equal to the register
     it stands for (the header pieces shut while ``m_hdr`` is valid). The block is unchanged
     (its one memory, the QP contexts, feeds no property).
@@ -1203,7 +1206,7 @@ def _tx_path_invariants(m, frag, dut, h, *, exact, invariants):
     pkt, ctl, ans, req, frame = h["pkt"], h["ctl"], h["ans"], h["req"], h["frame"]
     sig = {n: find_signal(frag, n) for n in (
         "p_valid", "p_good", "held", "inflight", "need_req", "presenting", "pres_new",
-        "c_valid", "c_good", "drop_go")}
+        "c_valid", "c_good", "drop_go", "ctrl_wants", "ctrl_armed")}
     p_valid, p_good, held, inflight = sig["p_valid"], sig["p_good"], sig["held"], sig["inflight"]
     presenting, pres_new, c_valid, drop_go = (sig["presenting"], sig["pres_new"], sig["c_valid"],
                                               sig["drop_go"])
@@ -1254,6 +1257,12 @@ def _tx_path_invariants(m, frag, dut, h, *, exact, invariants):
         Assert(~held | one_of(d.opcode, DATA_OPCODES), "inv: held packet opcode"),
         Assert(~(c_valid & sig["c_good"]) | one_of(c.opcode, CONTROL_OPCODES),
                "inv: good control record opcode"),
+        # A control record wants to go only held and good; it is armed (it goes when it wants
+        # to and the outputs are empty) only held, with no request presented or in flight and
+        # no drop header written.
+        Assert(~sig["ctrl_wants"] | (c_valid & sig["c_good"]), "inv: a record wanting is good"),
+        Assert(~sig["ctrl_armed"] | (c_valid & ~presenting & ~inflight & ~drop_go),
+               "inv: a control record armed with the request channel idle"),
     ]
     # The copies of a register (fan-out) equal it (TxPath's path building comments).
     names = {}
@@ -1264,6 +1273,19 @@ def _tx_path_invariants(m, frag, dut, h, *, exact, invariants):
         for s in group:
             if name.startswith("sel_copy") or name.startswith("inflight_copy"):
                 m.d.comb += Assert(s == inflight, f"inv: {name} is inflight")
+            elif name.startswith("ctrl_armed_copy"):
+                m.d.comb += Assert(s == sig["ctrl_armed"], f"inv: {name} is ctrl_armed")
+            elif name.startswith("d_lock_copy"):
+                # the held packet's lock (held in the cycle before and not decided then): set
+                # only while held; a packet held but not locked (its request taken in the cycle
+                # before) is still the input register's
+                m.d.comb += [
+                    Assert(s == names["d_lock_copy0"][0], f"inv: {name} is d_lock_copy0"),
+                    Assert(~s | held, f"inv: {name} only while held"),
+                    Assert(~held | s | (Cat(d.as_value(), find_signal(frag, "d_bytes")) ==
+                                        Cat(p.as_value(), find_signal(frag, "p_bytes"))),
+                           f"inv: {name}: a packet held, not locked, is the input register's"),
+                ]
             elif name.startswith("drop_copy"):
                 m.d.comb += Assert(s == drop_go, f"inv: {name} is drop_go")
             elif name.startswith("held_copy"):
