@@ -3,7 +3,8 @@
 scenario files (``sim/scenarios/*.yaml``, schema in ``docs/scenarios.md``).
 
     python -m models.fabric sim/scenarios/link_down.yaml [--reduced] [--mode light|bytes]
-        [--transport mrc|ecmp] [--seed N] [--lone] [--reference] [--timeline]
+        [--transport mrc|ecmp|oblivious] [--nscc] [--seed N] [--lone] [--reference]
+        [--timeline]
 
 runs a scenario and prints its summary (topology, traffic, settings and seed as metrics.md asks;
 per-flow goodput, retransmissions, trims, ECN marks, EV state changes, the time from each fault
@@ -927,7 +928,8 @@ class Result:
             f"{tr.message_bytes} B, start {tr.start_us:g} us (+ up to {tr.stagger_us:g} us)",
             f"NIC: {nic.transport}, PMTU {nic.pmtu}, W_max {nic.w_max}, MPR {nic.mpr}, "
             f"A {nic.slots}, B {nic.backup}, timeout {nic.timeout_us:g} us (k {nic.timeout_k}), "
-            f"probe period {nic.probe_period} ticks, port FIFO {nic.port_fifo}",
+            f"probe period {nic.probe_period} ticks, port FIFO {nic.port_fifo}, NSCC "
+            f"{f'on ({nic.nscc_style})' if nic.nscc else 'off'}",
             f"switch: data queue {sc.switch.data_limit} B, trim {sc.switch.trim_size} B, "
             f"Kmin {sc.switch.kmin} B, Kmax {sc.switch.kmax} B",
         ]
@@ -1029,6 +1031,8 @@ def main(argv=None):
     ap.add_argument("--reduced", action="store_true", help="apply the file's reduced overrides")
     ap.add_argument("--mode", choices=MODES, help="override the packet mode")
     ap.add_argument("--transport", choices=TRANSPORTS, help="override the transport")
+    ap.add_argument("--nscc", action="store_true",
+                    help="congestion control on every sender QP (docs/protocol.md 5.1)")
     ap.add_argument("--seed", type=int, help="override the seed")
     ap.add_argument("--lone", action="store_true",
                     help="also run the lone flows and print each flow against its lone goodput")
@@ -1048,6 +1052,8 @@ def main(argv=None):
         changes["seed"] = args.seed
     if args.transport:
         changes["nic"] = {"transport": args.transport}
+    if args.nscc:
+        changes.setdefault("nic", {})["nscc"] = True
     scenario = scenario.with_changes(**changes)
     result = run_scenario(scenario)
     print(result.summary())
