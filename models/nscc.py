@@ -66,7 +66,8 @@ Nothing here imports cocotb, Amaranth or scapy.
 from dataclasses import dataclass, fields
 
 __all__ = ["STAMP_NS", "TICK_STAMPS", "FRAC", "EWMA_SHIFT", "MIN_COST", "packet_cost",
-           "NsccConfig", "Nscc", "REF_GBPS", "REF_RTT_NS"]
+           "NsccConfig", "Nscc", "REF_GBPS", "REF_RTT_NS", "MAX_BDPS", "MD_RTTS", "TARGET_RTTS",
+           "TRIM_KEEP", "STYLES"]
 
 STAMP_NS = 16                 # the block's clock unit for send times and delays (profile: <= 64)
 TICK_STAMPS = 1024 // STAMP_NS  # stamps per 1.024 us tick
@@ -104,7 +105,7 @@ class NsccConfig:
     fast_delay: int           # stamps: the delay below which the fast increase counts
     gamma_q: int              # multiplicative decrease gain
     md_period: int            # stamps: at most one multiplicative decrease per period
-    trim_keep_q: int          # the fraction of cwnd a last-hop trim's decrease keeps
+    trim_keep_q: int          # the cwnd a last-hop trim's decrease keeps (0: one packet less)
     qa_threshold: int         # stamps
     qa_gate: int              # quick adapt only when less than cwnd_max >> qa_gate was achieved
     adjust_bytes: int
@@ -118,6 +119,8 @@ class NsccConfig:
         if not MIN_COST <= self.cwnd_min <= self.cwnd_init <= self.cwnd_max:
             raise ValueError(f"nscc: need {MIN_COST} <= cwnd_min <= cwnd_init <= cwnd_max, not "
                              f"{self.cwnd_min}, {self.cwnd_init}, {self.cwnd_max}")
+        if self.trim_keep_q > 1 << FRAC or self.gamma_q > 1 << FRAC:
+            raise ValueError("nscc: trim_keep_q and gamma_q are fractions of at most 1")
         if min(self.base_rtt, self.target, self.adjust_period, self.md_period) < 1:
             raise ValueError("nscc: base_rtt, target, adjust_period and md_period must be at "
                              "least 1 stamp")
