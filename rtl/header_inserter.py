@@ -16,6 +16,7 @@ from rtl.common import records
 from rtl.common.config import ConfigMap
 from rtl.common.crc_pipeline import Crc32Pipeline
 from rtl.common.headers import lane_bit, pack
+from rtl.common.logic import wire
 from rtl.common.ports import axis_members, check_width, config_members, record_members
 
 __all__ = ["HeaderInserter"]
@@ -112,7 +113,9 @@ class HeaderInserter(wiring.Component):
     its header bytes (130/134/138/150 B, from the layout tables; their constant bits are the
     registers' initial values, so constants after synthesis) and frame lengths. Stage 1
     decides each beat from registered flags only (the next beat's flags computed from
-    registers beside the decision, then chosen by it: the take, the advance, or unchanged) and
+    registers beside the decision, then chosen by it: the take, the advance, or unchanged; the
+    beat's index + 1 is a register of its own, so no adder precedes the flags' comparisons; the
+    take is one LUT after the advance, from a copy of ``active``) and
     registers a command (the beat's one-hot header word, the payload lanes taken, whether the
     beat's payload went wrong); stage 1b reads the header word by an AND-OR over the header
     register (the one-hot read from copies of the command's, one per 8 bits of the word) and
@@ -344,11 +347,16 @@ class HeaderInserter(wiring.Component):
 
         # Stage 1's decisions, from registers and the payload port's valid and last only.
         before_pay, at_pay, need_in, discarding = fl.before, fl.at, need_r, disc_r
+        # adv and consume, each one LUT of tvalid and register-only terms: go_free, the beat
+        # advances without payload; go_pay & room_valid, it advances taking payload.
         adv, consume, is_last = (Signal(name=n, attrs={"keep": 1})
                                  for n in ("adv", "consume", "is_last"))
+        room_valid = wire(m, room & tvalid, 1, "room_valid")
+        go_free = wire(m, active & room & ~need_in, 1, "go_free")
+        go_pay = wire(m, need_in & ~discarding & active, 1, "go_pay")
         m.d.comb += [
-            adv.eq(active & room & (~need_in | (~discarding & tvalid))),
-            consume.eq(active & room & need_in & ~discarding & tvalid),
+            adv.eq(go_free | (go_pay & room_valid)),
+            consume.eq(go_pay & room_valid),
             is_last.eq(fl.last),
         ]
         m.d.comb += self.s_axis.ready.eq(discarding | (active & room & need_in))
@@ -362,24 +370,31 @@ class HeaderInserter(wiring.Component):
         hsel = Signal(hdr_words, name="hdr_select", init=1)
 
         bad_beat = Signal(name="bad_beat")     # this beat takes payload bytes gone wrong
-        # take: the next record enters stage 1 (or is dropped); each a LUT after adv, from
-        # register terms.
-        ready_any, ready_good, ready_load, ends, take, take_good, take_load = (
+        # take: the next record enters stage 1 (or is dropped); each a LUT4 of kept LUT4s of
+        # registers, beside adv.
+        ready_any, ready_good, ready_load = (
             Signal(name=n, attrs={"keep": 1})
-            for n in ("take_ready", "take_ready_good", "take_ready_load", "frame_ends", "take",
-                      "take_good", "take_load"))
+            for n in ("take_ready", "take_ready_good", "take_ready_load"))
+        # A copy of active for take_good (its next value reads the copy itself, so that
+        # synthesis keeps it apart), so that take_good shares no LUT with take and take_load.
+        active_g = Signal(name="active_copy")
+        take, take_good, take_load = (
+            Signal(name=n, attrs={"keep": 1}) for n in ("take", "take_good", "take_load"))
         upstream_bad = tlast & self.s_axis.p.user[FrameUser.BAD]
+        # stage 1 frees: ~active | (adv & is_last)
+        frees = Signal(name="stage1_frees")
         m.d.comb += [
             bad_beat.eq(consume & (short | long | upstream_bad)),
+            frees.eq(~active | (adv & is_last)),
             ready_any.eq(n_full & ~discard[1]),
-            ready_good.eq(n_full & ~discard[1] & n_good),
-            ends.eq(active & is_last),
-            take.eq(ready_any & (~active | (adv & ends))),
-            take_good.eq(ready_good & (~active | (adv & ends))),
+            ready_good.eq(n_good & ~discard[1] & n_full),
+            # each one LUT4 of kept ready_*, adv and registers
+            take.eq(ready_any & frees),
+            take_good.eq(ready_good & (~active_g | (adv & is_last))),
             # take_good again, from a copy of n_full: it loads the frame's registers, apart from
             # the flags' loop.
-            ready_load.eq(full_copies[0] & ~discard[1] & n_good),
-            take_load.eq(ready_load & (~active | (adv & ends))),
+            ready_load.eq(full_copies[0] & n_good & ~discard[1]),
+            take_load.eq(ready_load & frees),
         ]
 
         # Packets to discard: one more for a taken record that is dropped and owns a packet and
@@ -400,8 +415,8 @@ class HeaderInserter(wiring.Component):
 
         # The next beat's flags and rem's, computed from registers alone (beside the decisions
         # above), then chosen by them: a taken record's, the next beat's, or unchanged.
-        nb = Signal(beat_bits, name="beat_next")
-        m.d.comb += nb.eq(beat + 1)
+        # beat + 1, a register beside beat (its flags compare it, no adder before them).
+        nb = Signal(beat_bits, name="beat_next", init=1)
         fl_adv = Signal.like(fl, name="beat_flags_adv")
         m.d.comb += [
             fl_adv.before.eq(nb < first_pay),
@@ -439,10 +454,11 @@ class HeaderInserter(wiring.Component):
         with m.If(adv):
             m.d.sync += [
                 beat.eq(nb),
+                nb.eq(nb + 1),
                 hsel.eq(Mux(is_last, 1, hsel << 1)),
             ]
             with m.If(is_last):
-                m.d.sync += active.eq(0)
+                m.d.sync += [active.eq(0), active_g.eq(0)]
         with m.If(consume):
             m.d.sync += [
                 rem.eq(Mux(cont, rem - B, 0)),
@@ -455,7 +471,7 @@ class HeaderInserter(wiring.Component):
         for k, (part, full_k) in enumerate(zip(hdr_parts, full_copies)):
             fresh_k = Signal(name=f"hdr_fresh_copy{k}")
             m.d.sync += [full_k.eq(Mux(full_k, ~take, self.s_hdr.valid)),
-                         fresh_k.eq(full_k & ~discard[1] & n_good & (~active | (adv & ends)))]
+                         fresh_k.eq(full_k & ~discard[1] & n_good & frees)]
             with m.If(~full_k):
                 m.d.sync += n_hdr[part].eq(header[part])
             with m.If(fresh_k):
@@ -463,7 +479,9 @@ class HeaderInserter(wiring.Component):
         with m.If(take_good):
             m.d.sync += [
                 active.eq(1),
+                active_g.eq(1),
                 beat.eq(0),
+                nb.eq(1),
                 last_beat.eq(n_last_beat),
                 crc_end_beat.eq(n_crc_end_beat),
                 first_pay.eq(n_first_pay),

@@ -301,6 +301,9 @@ def header_inserter_harness(data_width=64, max_payload=16, *, data=True, block=N
     fl, rf, n_first = (find_signal(frag, n) for n in ("beat_flags", "rem_flags", "n_first"))
     first_pay, rem, crc_end = (find_signal(frag, n) for n in ("first_pay", "rem", "crc_end_beat"))
     m.d.comb += [
+        Assert(find_signal(frag, "beat_next") == (beat + 1)[:len(beat)],
+               "inv: beat_next = beat + 1"),
+        Assert(find_signal(frag, "active_copy") == active, "inv: active's copy"),
         Assert(~active | (fl[0] == (beat < first_pay)), "inv: flag before = beat < q"),
         Assert(~active | (fl[1] == (beat == first_pay)), "inv: flag at = beat == q"),
         Assert(~active | (fl[2] == (beat == last_beat)), "inv: flag last = beat == last"),
