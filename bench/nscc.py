@@ -49,19 +49,25 @@ def incast(reduced, nic, messages=None):
             "goodputs_gbps": [round(g, 1) for g in r.goodputs]}
 
 
+def against_lone(scenario, run, **fields):
+    """Run ``scenario``; one row: each flow's goodput against its lone-flow goodput."""
+    r = run_scenario(scenario)
+    lone = lone_goodputs(scenario, r.run)
+    fractions = [g / l for g, l in zip(r.goodputs, lone)]
+    return dict({"run": run, "complete": r.ok, "min": round(min(fractions), 4),
+                 "mean": round(sum(fractions) / len(fractions), 4),
+                 "lone_gbps": [round(min(lone), 1), round(max(lone), 1)], "trims": r.trims},
+                **fields)
+
+
 def permutation(reduced, nic, seed):
     scenario = load_scenario(SCENARIOS / "permutation.yaml", reduced=reduced)
     scenario = scenario.with_changes(traffic={"messages": 8 if reduced else 16}, seed=seed,
                                      nic=nic)
     if reduced:
         scenario = scenario.with_changes(topology={"hosts": 8, "t0s": 2})
-    r = run_scenario(scenario)
-    lone = lone_goodputs(scenario, r.run)
-    fractions = [g / l for g, l in zip(r.goodputs, lone)]
-    return {"run": f"permutation {scenario.topology.hosts} x {scenario.topology.planes}, seed "
-                   f"{seed}, NSCC on", "complete": r.ok, "min": round(min(fractions), 4),
-            "mean": round(sum(fractions) / len(fractions), 4),
-            "lone_gbps": [round(min(lone), 1), round(max(lone), 1)], "trims": r.trims}
+    return against_lone(scenario, f"permutation {scenario.topology.hosts} x "
+                                  f"{scenario.topology.planes}, seed {seed}, NSCC on")
 
 
 HTSIM_MEANS = {"oblivious": 0.903, "ecmp": 0.640}
@@ -72,14 +78,8 @@ def htsim(reduced, nic, seed, transport):
     scenario = load_scenario(SCENARIOS / "htsim_permutation.yaml", reduced=reduced)
     scenario = scenario.with_changes(seed=seed, nic=dict(nic, transport=transport,
                                                          nscc_style=style))
-    r = run_scenario(scenario)
-    lone = lone_goodputs(scenario, r.run)
-    fractions = [g / l for g, l in zip(r.goodputs, lone)]
-    return {"run": f"htsim topology{' (reduced)' if reduced else ''}, seed {seed}, {transport}, "
-                   f"NSCC ({style})", "complete": r.ok, "min": round(min(fractions), 4),
-            "mean": round(sum(fractions) / len(fractions), 4),
-            "lone_gbps": [round(min(lone), 1), round(max(lone), 1)], "trims": r.trims,
-            "transport": transport}
+    return against_lone(scenario, f"htsim topology{' (reduced)' if reduced else ''}, seed "
+                                  f"{seed}, {transport}, NSCC ({style})", transport=transport)
 
 
 def table(rows, settings):
